@@ -1,0 +1,33 @@
+"""Liveness (/healthz) and readiness (/readyz: database reachable and migrated)."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
+
+from service.migrations import current_revision
+from service.schemas import Health, Readiness
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=Health)
+def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+def readyz(request: Request) -> JSONResponse:
+    head: str | None = request.app.state.head_revision
+    try:
+        revision = current_revision(request.app.state.engine)
+    except SQLAlchemyError:
+        body = Readiness(status="unavailable", database="unreachable", revision=None, head=head)
+        return JSONResponse(body.model_dump(), status_code=503)
+    if revision != head:
+        body = Readiness(
+            status="unavailable", database="not migrated", revision=revision, head=head
+        )
+        return JSONResponse(body.model_dump(), status_code=503)
+    return JSONResponse(
+        Readiness(status="ready", database="ok", revision=revision, head=head).model_dump()
+    )

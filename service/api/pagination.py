@@ -1,0 +1,32 @@
+"""Opaque keyset cursors: the client passes `next_cursor` back as `cursor`."""
+
+import base64
+import binascii
+import json
+from typing import Any, TypeVar
+
+from fastapi import HTTPException
+
+K = TypeVar("K", int, str)
+
+
+def encode_cursor(after: Any) -> str:
+    raw = json.dumps({"after": after}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, kind: type[K]) -> K | None:
+    """The key to continue after, or None for the first page; a forged cursor is a 422."""
+    if cursor is None:
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))["after"]
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        value = None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise HTTPException(
+            status_code=422,
+            detail=[{"loc": ["query", "cursor"], "msg": "invalid cursor", "type": "value_error"}],
+        )
+    return value

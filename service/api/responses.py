@@ -1,0 +1,15 @@
+"""OpenAPI declarations of the error answers routers share."""
+
+from typing import Any
+
+from service.schemas import Problem
+
+Responses = dict[int | str, dict[str, Any]]
+
+AUTH: Responses = {
+    401: {"model": Problem, "description": "missing, invalid or revoked credentials"},
+    403: {"model": Problem, "description": "the credentials lack the role"},
+}
+NOT_FOUND: Responses = {404: {"model": Problem, "description": "unknown id or slug"}}
+CONFLICT: Responses = {409: {"model": Problem, "description": "already exists"}}
+TOO_LARGE: Responses = {413: {"model": Problem, "description": "body over the size limit"}}

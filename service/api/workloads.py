@@ -1,0 +1,33 @@
+"""GET /workloads and GET /workloads/{slug}."""
+
+from fastapi import APIRouter
+from sqlmodel import col, select
+
+from service import crud
+from service.api.deps import SessionDep
+from service.models import ScalingProfile, Workload
+from service.schemas import Page, Problem, ScalingProfileRead, WorkloadRead
+
+router = APIRouter(tags=["workloads"])
+
+
+@router.get("/workloads", response_model=Page[WorkloadRead])
+def list_workloads(session: SessionDep) -> Page[WorkloadRead]:
+    rows = session.exec(select(Workload).order_by(col(Workload.slug))).all()
+    return Page[WorkloadRead](items=[WorkloadRead.model_validate(w) for w in rows])
+
+
+@router.get("/workloads/{slug}", response_model=WorkloadRead, responses={404: {"model": Problem}})
+def get_workload(slug: str, session: SessionDep) -> WorkloadRead:
+    return WorkloadRead.model_validate(crud.workload_by_slug(session, slug))
+
+
+@router.get("/scaling-profiles", response_model=Page[ScalingProfileRead])
+def list_scaling_profiles(session: SessionDep) -> Page[ScalingProfileRead]:
+    query = select(ScalingProfile).order_by(
+        col(ScalingProfile.framework),
+        col(ScalingProfile.interconnect),
+        col(ScalingProfile.gpu_count),
+    )
+    rows = session.exec(query).all()
+    return Page[ScalingProfileRead](items=[ScalingProfileRead.model_validate(p) for p in rows])

@@ -1,0 +1,1 @@
+"""Pure domain functions: no I/O, no database, no HTTP."""

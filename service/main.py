@@ -1,0 +1,37 @@
+"""Application factory: create_app(settings) wires engine, routers and error handlers."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from service import __version__
+from service.api import gpus, health, workloads
+from service.db import make_engine
+from service.errors import install_error_handlers
+from service.migrations import head_revision
+from service.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="gpu-advisor",
+        version=__version__,
+        description="Which GPU(s) to buy for deep learning, for a budget and a workload.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.head_revision = head_revision(settings.database_url)
+    install_error_handlers(app)
+    for module in (health, gpus, workloads):
+        app.include_router(module.router)
+    return app

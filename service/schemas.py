@@ -1,0 +1,276 @@
+"""Request and response models: the API contract. Validation of input happens here."""
+
+import math
+from datetime import date, datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+Vendor = Literal["nvidia", "amd", "intel"]
+Market = Literal["consumer", "workstation", "datacenter"]
+Interconnect = Literal["pcie", "nvlink", "infinity-fabric"]
+Condition = Literal["new", "used"]
+
+Slug = Annotated[str, Field(min_length=2, max_length=64, pattern=SLUG_PATTERN)]
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number (no NaN or infinity)")
+    return value
+
+
+Positive = Annotated[float, Field(gt=0, lt=1e12), AfterValidator(_finite)]
+NonNegative = Annotated[float, Field(ge=0, lt=1e12), AfterValidator(_finite)]
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    """A page of a list; pass `next_cursor` back as `cursor` for the next page (null at the end)."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+class Problem(BaseModel):
+    """Error body for 4xx/5xx answers that are not request-validation errors."""
+
+    detail: str
+    suggestions: list[str] = Field(default_factory=list)
+
+
+class GpuSpecs(BaseModel):
+    """GPU fields as stored; tensor figures are dense (never sparse) tensor-core rates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vendor: Vendor
+    name: str = Field(min_length=1, max_length=128)
+    architecture: str = Field(min_length=1, max_length=32)
+    market: Market
+    memory_gb: Positive
+    memory_bandwidth_gbs: Positive
+    fp32_tflops: Positive
+    fp16_tflops: Positive | None = Field(None, description="Non-tensor (vector) FP16 rate.")
+    tf32_tensor_tflops: Positive | None = None
+    fp16_tensor_tflops: Positive | None = Field(None, description="Dense tensor-core FP16 rate.")
+    bf16_tensor_tflops: Positive | None = None
+    fp8_tensor_tflops: Positive | None = None
+    int8_tops: Positive | None = None
+    tdp_w: Positive | None = None
+    interconnect: Interconnect = "pcie"
+    launch_date: date | None = None
+    launch_price_usd: Positive | None = None
+    aliases: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list, max_length=16
+    )
+    source: str = Field(min_length=1, max_length=1024)
+
+
+class GpuCreate(GpuSpecs):
+    slug: Slug
+
+
+class GpuUpdate(BaseModel):
+    """Partial update: only the fields given change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=128)
+    architecture: str | None = Field(None, min_length=1, max_length=32)
+    market: Market | None = None
+    memory_gb: Positive | None = None
+    memory_bandwidth_gbs: Positive | None = None
+    fp32_tflops: Positive | None = None
+    fp16_tflops: Positive | None = None
+    tf32_tensor_tflops: Positive | None = None
+    fp16_tensor_tflops: Positive | None = None
+    bf16_tensor_tflops: Positive | None = None
+    fp8_tensor_tflops: Positive | None = None
+    int8_tops: Positive | None = None
+    tdp_w: Positive | None = None
+    interconnect: Interconnect | None = None
+    launch_date: date | None = None
+    launch_price_usd: Positive | None = None
+    aliases: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = None
+    source: str | None = Field(None, min_length=1, max_length=1024)
+
+
+class GpuRead(GpuCreate):
+    model_config = ConfigDict(extra="ignore", from_attributes=True)
+
+    @field_validator("aliases", mode="before")
+    @classmethod
+    def _split_aliases(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [a for a in value.split("|") if a]
+        return value
+
+
+class WorkloadCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    slug: Slug
+    name: str = Field(min_length=1, max_length=128)
+    unit: str = Field(min_length=1, max_length=32, description="e.g. images/s, tokens/s")
+    description: str = Field("", max_length=2048)
+    precision: Precision
+    flops_per_unit: Positive | None = Field(
+        None, description="Training/inference FLOPs for one unit (image, sequence, token)."
+    )
+    min_memory_gb: NonNegative = 0.0
+    memory_bound: bool = False
+    source: str = Field("", max_length=1024)
+
+
+class WorkloadRead(WorkloadCreate):
+    model_config = ConfigDict(extra="ignore", from_attributes=True)
+
+
+class ScalingProfileRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    framework: str
+    interconnect: str
+    gpu_count: int
+    efficiency: float
+    source: str
+
+
+class PriceCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: Slug
+    usd: Positive
+    condition: Condition = "new"
+    source: str = Field(min_length=1, max_length=256, description="Shop, listing or 'msrp'.")
+    reference: str | None = Field(None, max_length=1024, description="URL or citation.")
+    observed_at: date
+
+
+class PriceRead(BaseModel):
+    id: int
+    gpu: str
+    usd: float
+    condition: Condition
+    source: str
+    reference: str | None
+    observed_at: date
+    created_at: datetime
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "unavailable"]
+    database: str
+    revision: str | None
+    head: str | None
+
+
+# ---- benchmark results -------------------------------------------------------------------
+
+MAX_BATCH = 1000
+ResultStatus = Literal["accepted", "outlier", "rejected", "verified"]
+RESULT_STATUSES: tuple[str, ...] = ("accepted", "outlier", "rejected", "verified")
+ShortText = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class ResultIn(BaseModel):
+    """One benchmark result: `value` units/s (the workload's unit) on `gpu_count` GPUs."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    gpu: Slug
+    workload: Slug
+    value: Annotated[float, Field(gt=0, lt=1e9, strict=True), AfterValidator(_finite)]
+    precision: Precision
+    batch_size: Annotated[int, Field(ge=1, le=1_000_000, strict=True)] | None = None
+    gpu_count: Annotated[int, Field(ge=1, le=64, strict=True)] = 1
+    framework: str = Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.+-]+$")
+    framework_version: ShortText | None = None
+    driver: ShortText | None = None
+    cuda: Annotated[str, Field(min_length=1, max_length=32)] | None = None
+    notes: Annotated[str, Field(max_length=2000)] | None = None
+
+    @field_validator("framework")
+    @classmethod
+    def _lowercase(cls, value: str) -> str:
+        return value.lower()
+
+
+class ResultBatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    results: list[ResultIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class ResultOutcome(BaseModel):
+    id: int
+    status: ResultStatus
+    reason: str | None
+
+
+class ResultBatchOut(BaseModel):
+    results: list[ResultOutcome]
+
+
+class ResultRead(BaseModel):
+    id: int
+    gpu: str
+    workload: str
+    value: float
+    precision: Precision
+    batch_size: int | None
+    gpu_count: int
+    framework: str
+    framework_version: str | None
+    driver: str | None
+    cuda: str | None
+    notes: str | None
+    status: ResultStatus
+    reason: str | None
+    status_locked: bool
+    submitter: str | None = Field(description="Public prefix of the submitting API key.")
+    created_at: datetime
+    updated_at: datetime
+
+
+class ResultPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: ResultStatus
+    reason: str = Field(min_length=1, max_length=256)
+
+
+# ---- API keys ------------------------------------------------------------------------------
+
+Role = Literal["submitter", "admin"]
+
+
+class ApiKeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    role: Role
+
+
+class ApiKeyRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    prefix: str
+    role: Role
+    revoked_at: datetime | None
+    created_at: datetime
+
+
+class ApiKeyCreated(ApiKeyRead):
+    key: str = Field(description="The secret. Shown once; store it now.")

@@ -1,0 +1,74 @@
+"""Load the shipped catalog into the database. Idempotent: rows already present are kept."""
+
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from service import catalog
+from service.models import Gpu, Price, ScalingProfile, Workload
+
+
+@dataclass
+class SeedReport:
+    gpus: int = 0
+    workloads: int = 0
+    scaling_profiles: int = 0
+    prices: int = 0
+
+
+def gpu_row(spec: catalog.GpuCreate) -> Gpu:
+    data = spec.model_dump()
+    data["aliases"] = "|".join(spec.aliases)
+    return Gpu(**data)
+
+
+def seed(engine: Engine) -> SeedReport:
+    """Insert catalog rows missing from the database, in one transaction; never overwrite."""
+    report = SeedReport()
+    with Session(engine) as session:
+        known_gpus: dict[str, int] = {
+            slug: gid
+            for gid, slug in session.exec(select(Gpu.id, Gpu.slug)).all()
+            if gid is not None
+        }
+        for spec in catalog.load_gpus():
+            if spec.slug not in known_gpus:
+                gpu = gpu_row(spec)
+                session.add(gpu)
+                session.flush()
+                assert gpu.id is not None
+                known_gpus[spec.slug] = gpu.id
+                report.gpus += 1
+
+        msrp_gpu_ids = set(session.exec(select(Price.gpu_id).where(Price.source == "msrp")).all())
+        for launch in catalog.load_launch_prices():
+            gpu_id = known_gpus[launch.gpu]
+            if gpu_id not in msrp_gpu_ids:
+                session.add(
+                    Price(
+                        gpu_id=gpu_id,
+                        usd=launch.usd,
+                        condition="new",
+                        source="msrp",
+                        reference=launch.source_detail or None,
+                        observed_at=launch.observed_at,
+                    )
+                )
+                report.prices += 1
+
+        known_workloads = set(session.exec(select(Workload.slug)).all())
+        for workload in catalog.load_workloads():
+            if workload.slug not in known_workloads:
+                session.add(Workload(**workload.model_dump()))
+                report.workloads += 1
+
+        known_profiles = {
+            (p.framework, p.interconnect, p.gpu_count) for p in session.exec(select(ScalingProfile))
+        }
+        for profile in catalog.load_scaling_profiles():
+            if (profile.framework, profile.interconnect, profile.gpu_count) not in known_profiles:
+                session.add(ScalingProfile(**profile.model_dump()))
+                report.scaling_profiles += 1
+        session.commit()
+    return report

@@ -1,0 +1,41 @@
+"""Configuration from GPU_ADVISOR_* environment variables (see the README table)."""
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GPU_ADVISOR_", env_file=".env", extra="ignore")
+
+    database_url: str = Field(
+        "sqlite:///./gpu-advisor.db",
+        description="SQLAlchemy URL; postgresql+psycopg://... in production.",
+    )
+    host: str = Field("127.0.0.1", description="Address `gpu-advisor serve` binds to.")
+    port: int = Field(8000, ge=1, le=65535, description="Port `gpu-advisor serve` listens on.")
+    log_level: str = Field("info", description="Python log level name.")
+    max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Larger request bodies get 413.")
+    price_max_age_days: int = Field(
+        3650,
+        ge=1,
+        description="Price observations older than this are ignored for current prices.",
+    )
+    reference_gpu: str = Field(
+        "nvidia-rtx-4090", description="GPU whose performance is 1.0 in relative figures."
+    )
+    default_workload: str = Field(
+        "llm-train", description="Workload /recommend uses when none is given."
+    )
+    calibration_interval_s: int = Field(
+        86400, ge=60, description="Default interval between calibrations of a host."
+    )
+    job_lease_s: int = Field(600, ge=5, description="How long a claimed job stays leased.")
+    job_max_attempts: int = Field(3, ge=1, description="Attempts before a host is `failing`.")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """Settings read once per process; tests build their own `Settings(...)`."""
+    return Settings()

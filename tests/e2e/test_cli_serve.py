@@ -1,0 +1,25 @@
+"""The README path with real processes: migrate, seed (twice), serve, then curl the API."""
+
+import httpx
+import pytest
+
+from tests.conftest import drop_database, new_database_url
+from tests.e2e.servers import run_cli, running_server
+
+pytestmark = pytest.mark.e2e
+
+
+def test_migrate_seed_serve_answers_gpu_specs(tmp_path):
+    url = new_database_url(str(tmp_path))
+    try:
+        run_cli(url, "migrate")
+        first = run_cli(url, "seed").stdout
+        again = run_cli(url, "seed").stdout
+        assert "seeded 0 GPUs" not in first
+        assert "seeded 0 GPUs, 0 workloads, 0 scaling profiles, 0 launch prices" in again
+        with running_server(url) as base:
+            gpu = httpx.get(f"{base}/gpus/nvidia-rtx-4090").json()
+            assert gpu["slug"] == "nvidia-rtx-4090" and gpu["memory_gb"] == 24
+            assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
+    finally:
+        drop_database(url)
