@@ -1,14 +1,24 @@
-"""Command line: gpu-advisor serve | migrate | seed."""
+"""Command line: gpu-advisor serve | migrate | seed | keys | submit."""
 
+from pathlib import Path
+
+import httpx
 import typer
 import uvicorn
+from sqlmodel import Session, col, select
 
 from service import migrations
+from service import submit as submit_client
+from service.auth import ROLES, create_api_key, revoke_api_key
 from service.db import make_engine
+from service.models import ApiKey
+from service.schemas import MAX_BATCH, Role
 from service.seed import seed as seed_catalog
 from service.settings import get_settings
 
 app = typer.Typer(help="gpu-advisor: which GPU(s) to buy for deep learning.", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 
 
 @app.command()
@@ -48,6 +58,81 @@ def serve(
         workers=workers,
         log_level=settings.log_level.lower(),
     )
+
+
+@keys_app.command("create")
+def keys_create(
+    name: str = typer.Option(..., help="Who or what the key is for."),
+    role: str = typer.Option("submitter", help="submitter | admin"),
+) -> None:
+    """Create a key and print its secret once (only its hash is stored)."""
+    if role not in ROLES:
+        raise typer.BadParameter(f"role must be one of {', '.join(ROLES)}", param_hint="--role")
+    role_: Role = "admin" if role == "admin" else "submitter"
+    engine = make_engine(get_settings().database_url)
+    with Session(engine) as session:
+        key, secret = create_api_key(session, name, role_)
+        typer.echo(f"created {key.role} key '{key.name}' (prefix {key.prefix}); store it now:")
+        typer.echo(secret)
+    engine.dispose()
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List keys without secrets."""
+    engine = make_engine(get_settings().database_url)
+    with Session(engine) as session:
+        for key in session.exec(select(ApiKey).order_by(col(ApiKey.id))):
+            state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "active"
+            typer.echo(f"{key.prefix}  {key.role:<9}  {state:<18}  {key.name}")
+    engine.dispose()
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    prefix: str = typer.Argument(..., help="The key's prefix (see keys list)."),
+) -> None:
+    """Revoke a key; it is refused from the next request on."""
+    engine = make_engine(get_settings().database_url)
+    with Session(engine) as session:
+        key = revoke_api_key(session, prefix)
+    engine.dispose()
+    if key is None:
+        typer.echo(f"no key with prefix {prefix}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"revoked {prefix}")
+
+
+@app.command()
+def submit(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="results .json or .csv"),
+    server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
+    key: str = typer.Option(..., envvar="GPU_ADVISOR_KEY", help="Submitter API key."),
+    batch_size: int = typer.Option(MAX_BATCH, min=1, max=MAX_BATCH),
+    timeout: float = typer.Option(60.0, help="Seconds per request."),
+) -> None:
+    """Validate results locally, then send them in batches (safe to rerun: idempotent)."""
+    try:
+        items = submit_client.validate_rows(submit_client.read_rows(file))
+    except (submit_client.InvalidFile, ValueError) as exc:
+        problems = exc.problems if isinstance(exc, submit_client.InvalidFile) else [str(exc)]
+        for problem in problems[:50]:
+            typer.echo(f"invalid: {problem}", err=True)
+        raise typer.Exit(2) from None
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=server, headers=headers, timeout=timeout) as client:
+        try:
+            report = submit_client.submit(client, items, batch_size)
+        except httpx.HTTPStatusError as exc:
+            typer.echo(f"server refused: {exc.response.status_code} {exc.response.text}", err=True)
+            raise typer.Exit(1) from None
+        except httpx.TransportError as exc:
+            typer.echo(f"server unreachable: {exc}", err=True)
+            raise typer.Exit(1) from None
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(report.statuses.items()))
+    typer.echo(f"sent {len(items)} results in {report.batches} batches: {summary}")
+    for reason, n in report.reasons.most_common():
+        typer.echo(f"  {n} x {reason}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 """Errors the API raises on purpose, and the handlers that turn them into JSON answers."""
 
+from typing import Any
+
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -30,6 +33,20 @@ async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def _clean_error(error: Any) -> dict[str, Any]:
+    """One validation error without the offending input: it may be huge, secret, or not
+    representable in JSON at all (NaN, infinity), which would turn a 422 into a 500."""
+    clean = {k: v for k, v in dict(error).items() if k not in ("input", "ctx", "url")}
+    if "ctx" in error:
+        clean["ctx"] = {k: str(v) for k, v in error["ctx"].items()}
+    return clean
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": [_clean_error(e) for e in exc.errors()]}, status_code=422)
+
+
 async def _database_unavailable(_request: Request, _exc: Exception) -> JSONResponse:
     # A lost connection is the database's outage, not a bug: tell clients to retry.
     return JSONResponse(
@@ -41,5 +58,6 @@ async def _database_unavailable(_request: Request, _exc: Exception) -> JSONRespo
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(PoolTimeoutError, _database_unavailable)

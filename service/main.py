@@ -6,9 +6,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from service import __version__
-from service.api import gpus, health, workloads
+from service.api import admin_catalog, gpus, health, keys, results, workloads
 from service.db import make_engine
 from service.errors import install_error_handlers
+from service.middleware import BodySizeLimit
 from service.migrations import head_revision
 from service.settings import Settings, get_settings
 
@@ -32,6 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.head_revision = head_revision(settings.database_url)
     install_error_handlers(app)
-    for module in (health, gpus, workloads):
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    for module in (health, gpus, workloads, admin_catalog, results, keys):
         app.include_router(module.router)
     return app

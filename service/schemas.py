@@ -71,8 +71,12 @@ class GpuSpecs(BaseModel):
     source: str = Field(min_length=1, max_length=1024)
 
 
-class GpuCreate(GpuSpecs):
+class _HasSlug(BaseModel):
     slug: Slug
+
+
+class GpuCreate(GpuSpecs, _HasSlug):
+    """A new GPU (slug first in answers: bases' fields come in reverse MRO order)."""
 
 
 class GpuUpdate(BaseModel):

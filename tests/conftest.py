@@ -86,3 +86,26 @@ def settings(database_url: str) -> Settings:
 def client(db: Engine, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as test_client:
         yield test_client
+
+
+class Keys:
+    """Secrets of freshly created API keys, and Authorization headers for them."""
+
+    def __init__(self, engine: Engine) -> None:
+        from sqlmodel import Session
+
+        from service.auth import create_api_key
+
+        with Session(engine) as session:
+            self.submitter = create_api_key(session, "lab-a", "submitter")[1]
+            self.other_submitter = create_api_key(session, "lab-b", "submitter")[1]
+            self.admin = create_api_key(session, "ops", "admin")[1]
+
+    @staticmethod
+    def auth(secret: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {secret}"}
+
+
+@pytest.fixture
+def keys(db: Engine) -> Keys:
+    return Keys(db)

@@ -57,6 +57,8 @@ def test_cursor_pagination_walks_every_gpu_once(client):
         ({"market": "gaming"}, "market"),
         ({"min_memory_gb": -1}, "min_memory_gb"),
         ({"min_memory_gb": "lots"}, "min_memory_gb"),
+        ({"min_memory_gb": "nan"}, "min_memory_gb"),
+        ({"min_memory_gb": "inf"}, "min_memory_gb"),
         ({"limit": 0}, "limit"),
         ({"limit": 100000}, "limit"),
         ({"cursor": "not-a-cursor!"}, "cursor"),

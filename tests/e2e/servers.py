@@ -27,9 +27,14 @@ def cli_env(database_url: str, **extra: str) -> dict[str, str]:
 
 def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, *args], env=cli_env(database_url), cwd=ROOT, capture_output=True, text=True,
-        timeout=120, check=True,
-    )  # fmt: skip
+        [*CLI, *args],
+        env=cli_env(database_url),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
 @contextmanager

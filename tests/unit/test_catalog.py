@@ -8,13 +8,34 @@ import pytest
 from service import catalog
 
 REQUIRED = [
-    "nvidia-gtx-1070", "nvidia-gtx-1080", "nvidia-gtx-1080-ti", "nvidia-titan-xp",
-    "nvidia-rtx-2080-ti", "nvidia-rtx-3090", "nvidia-rtx-4090", "nvidia-rtx-5090",
-    "nvidia-rtx-a4000", "nvidia-rtx-a6000", "nvidia-rtx-6000-ada",
-    "nvidia-p100-pcie-16gb", "nvidia-t4", "nvidia-a10", "nvidia-a100-40gb", "nvidia-a100-80gb",
-    "nvidia-l4", "nvidia-l40s", "nvidia-h100-pcie", "nvidia-h100-sxm", "nvidia-h200",
-    "nvidia-b200", "amd-rx-7900-xtx", "amd-mi100", "amd-mi210", "amd-mi250x", "amd-mi300x",
-]  # fmt: skip
+    "nvidia-gtx-1070",
+    "nvidia-gtx-1080",
+    "nvidia-gtx-1080-ti",
+    "nvidia-titan-xp",
+    "nvidia-rtx-2080-ti",
+    "nvidia-rtx-3090",
+    "nvidia-rtx-4090",
+    "nvidia-rtx-5090",
+    "nvidia-rtx-a4000",
+    "nvidia-rtx-a6000",
+    "nvidia-rtx-6000-ada",
+    "nvidia-p100-pcie-16gb",
+    "nvidia-t4",
+    "nvidia-a10",
+    "nvidia-a100-40gb",
+    "nvidia-a100-80gb",
+    "nvidia-l4",
+    "nvidia-l40s",
+    "nvidia-h100-pcie",
+    "nvidia-h100-sxm",
+    "nvidia-h200",
+    "nvidia-b200",
+    "amd-rx-7900-xtx",
+    "amd-mi100",
+    "amd-mi210",
+    "amd-mi250x",
+    "amd-mi300x",
+]
 
 
 @pytest.fixture(scope="module")

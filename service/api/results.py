@@ -1,0 +1,221 @@
+"""POST /results (one or a batch), GET /results, GET /results/{id}, admin PATCH /results/{id}."""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Header, Query
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from sqlmodel import Session, col, select
+
+from service import idempotency
+from service.api.deps import SessionDep
+from service.api.pagination import decode_cursor, encode_cursor
+from service.api.responses import AUTH, NOT_FOUND, TOO_LARGE
+from service.auth import AdminKey, SubmitterKey
+from service.db import get_write_session
+from service.errors import NotFound
+from service.ingest import BatchRejected, refresh_groups, store_results
+from service.models import ApiKey, Gpu, Result, ResultAudit, Workload, utcnow
+from service.schemas import (
+    Page,
+    ResultBatchIn,
+    ResultBatchOut,
+    ResultIn,
+    ResultOutcome,
+    ResultPatch,
+    ResultRead,
+    ResultStatus,
+)
+
+router = APIRouter(prefix="/results", tags=["results"])
+WriteSession = Annotated[Session, Depends(get_write_session)]
+
+_POST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "anyOf": [
+                        {"$ref": "#/components/schemas/ResultIn"},
+                        {"$ref": "#/components/schemas/ResultBatchIn"},
+                    ]
+                }
+            }
+        },
+    }
+}
+_ERRORS = AUTH | TOO_LARGE
+
+
+def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
+    """Validate the body as a batch ({"results": [...]}) or a single result."""
+    is_batch = isinstance(payload, dict) and "results" in payload
+    try:
+        if is_batch:
+            return ResultBatchIn.model_validate(payload).results, True
+        return [ResultIn.model_validate(payload)], False
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [
+                {"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors(include_url=False, include_input=False)
+            ]
+        ) from None
+
+
+def _outcomes(session: Session, ids: list[int]) -> list[ResultOutcome]:
+    rows = session.exec(
+        select(Result.id, Result.status, Result.reason).where(col(Result.id).in_(ids))
+    ).all()
+    by_id = {rid: (status, reason) for rid, status, reason in rows}
+    return [ResultOutcome(id=i, status=by_id[i][0], reason=by_id[i][1]) for i in ids]
+
+
+@router.post(
+    "",
+    status_code=201,
+    openapi_extra=_POST_BODY,
+    responses={
+        201: {"model": ResultBatchOut | ResultOutcome, "description": "stored, with statuses"},
+        **_ERRORS,
+    },
+    summary="Submit one benchmark result or a batch of up to 1000",
+)
+def post_results(
+    submitter: SubmitterKey,
+    session: WriteSession,
+    payload: Annotated[Any, Body(include_in_schema=False)],
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
+    ] = None,
+) -> JSONResponse:
+    items, is_batch = _parse(payload)
+    assert submitter.id is not None
+    record = None
+    if idempotency_key is not None:
+        try:
+            claimed = idempotency.claim(
+                session, submitter.id, idempotency_key, idempotency.fingerprint(payload)
+            )
+        except idempotency.KeyReused:
+            raise RequestValidationError(
+                [
+                    {
+                        "loc": ("header", "Idempotency-Key"),
+                        "msg": "this Idempotency-Key was already used with a different body",
+                        "type": "idempotency_key_reused",
+                    }
+                ]
+            ) from None
+        if isinstance(claimed, idempotency.Replay):
+            return JSONResponse(
+                claimed.body,
+                status_code=claimed.status_code,
+                headers={"Idempotent-Replayed": "true"},
+            )
+        record = claimed
+    try:
+        ids = store_results(session, items, submitter)
+    except BatchRejected as exc:
+        session.rollback()
+        raise RequestValidationError([e.as_detail() for e in exc.errors]) from None
+    outcomes = [o.model_dump() for o in _outcomes(session, ids)]
+    body: Any = {"results": outcomes} if is_batch else outcomes[0]
+    if record is not None:
+        record.status_code = 201
+        record.response = body
+        session.add(record)
+    session.commit()
+    return JSONResponse(body, status_code=201)
+
+
+def _read(result: Result, gpu: str, workload: str, submitter: str | None) -> ResultRead:
+    return ResultRead.model_validate(
+        {**result.model_dump(), "gpu": gpu, "workload": workload, "submitter": submitter}
+    )
+
+
+def _query() -> Any:
+    return (
+        select(Result, Gpu.slug, Workload.slug, ApiKey.prefix)
+        .join(Gpu, col(Gpu.id) == Result.gpu_id)
+        .join(Workload, col(Workload.id) == Result.workload_id)
+        .outerjoin(ApiKey, col(ApiKey.id) == Result.submitter_id)
+    )
+
+
+@router.get("", response_model=Page[ResultRead])
+def list_results(
+    session: SessionDep,
+    gpu: Annotated[str | None, Query(max_length=64)] = None,
+    workload: Annotated[str | None, Query(max_length=64)] = None,
+    status: ResultStatus | None = None,
+    submitter: Annotated[str | None, Query(max_length=16, description="key prefix")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> Page[ResultRead]:
+    query = _query().order_by(col(Result.id))
+    if gpu is not None:
+        query = query.where(Gpu.slug == gpu)
+    if workload is not None:
+        query = query.where(Workload.slug == workload)
+    if status is not None:
+        query = query.where(Result.status == status)
+    if submitter is not None:
+        query = query.where(ApiKey.prefix == submitter)
+    after = decode_cursor(cursor, int)
+    if after is not None:
+        query = query.where(col(Result.id) > after)
+    rows = session.exec(query.limit(limit + 1)).all()
+    page = rows[:limit]
+    items = [_read(*row) for row in page]
+    next_cursor = encode_cursor(items[-1].id) if len(rows) > limit else None
+    return Page[ResultRead](items=items, next_cursor=next_cursor)
+
+
+def _one(session: Session, result_id: int) -> ResultRead:
+    row = session.exec(_query().where(Result.id == result_id)).first()
+    if row is None:
+        raise NotFound(f"no result with id {result_id}")
+    return _read(*row)
+
+
+@router.get("/{result_id}", response_model=ResultRead, responses=NOT_FOUND)
+def get_result(result_id: int, session: SessionDep) -> ResultRead:
+    return _one(session, result_id)
+
+
+@router.patch(
+    "/{result_id}",
+    response_model=ResultRead,
+    responses=NOT_FOUND | _ERRORS,
+    summary="Admin: set a result's status by hand (audited; never re-evaluated after)",
+)
+def patch_result(
+    result_id: int, change: ResultPatch, admin: AdminKey, session: WriteSession
+) -> ResultRead:
+    result = session.get(Result, result_id)
+    if result is None:
+        raise NotFound(f"no result with id {result_id}")
+    session.add(
+        ResultAudit(
+            result_id=result_id,
+            old_status=result.status,
+            new_status=change.status,
+            reason=change.reason,
+            actor_id=admin.id,
+        )
+    )
+    result.status = change.status
+    result.reason = f"admin: {change.reason}"
+    result.status_locked = True
+    result.updated_at = utcnow()
+    session.add(result)
+    session.flush()
+    refresh_groups(
+        session, [(result.gpu_id, result.workload_id, result.precision, result.gpu_count)]
+    )
+    session.commit()
+    return _one(session, result_id)
