@@ -1,6 +1,7 @@
 """Command line: gpu-advisor serve | migrate | seed | keys | submit."""
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import typer
@@ -133,6 +134,70 @@ def submit(
     typer.echo(f"sent {len(items)} results in {report.batches} batches: {summary}")
     for reason, n in report.reasons.most_common():
         typer.echo(f"  {n} x {reason}")
+
+
+@app.command()
+def recommend(
+    budget: float = typer.Option(..., min=0.01, help="USD for all GPUs."),
+    server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
+    workload: str | None = typer.Option(None, help="Workload slug (default: the server's)."),
+    max_gpus: int = typer.Option(4, min=1, max=8),
+    mode: str = typer.Option("parallel", help="parallel | independent"),
+    framework: str = typer.Option("pytorch"),
+    condition: str = typer.Option("any", help="new | used | any"),
+    limit: int = typer.Option(5, min=1, max=50),
+) -> None:
+    """Print the best configurations for a budget as a table."""
+    params: dict[str, str | float | int] = {
+        "budget": budget,
+        "max_gpus": max_gpus,
+        "mode": mode,
+        "framework": framework,
+        "condition": condition,
+        "limit": limit,
+    }
+    if workload:
+        params["workload"] = workload
+    try:
+        response = httpx.get(f"{server.rstrip('/')}/recommend", params=params, timeout=30)
+    except httpx.TransportError as exc:
+        typer.echo(f"server unreachable: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if response.status_code != 200:
+        typer.echo(f"server refused: {response.status_code} {response.text}", err=True)
+        raise typer.Exit(1)
+    typer.echo(render_recommendations(response.json()))
+
+
+def render_recommendations(body: dict[str, Any]) -> str:
+    """A plain-text table of a /recommend answer."""
+    head = (
+        f"{body['workload']} ({body['precision']}), budget ${body['budget_usd']:,.0f}, "
+        f"{body['mode']} with {body['framework']}, >= {body['min_memory_gb']:g} GB per GPU"
+    )
+    if not body["recommendations"]:
+        return f"{head}\nno configuration fits: {body['hint']}"
+    rows = [("#", "GPUs", "total $", body["unit"], "vs ref", "per $1k", "basis")]
+    for r in body["recommendations"]:
+        gpus = r["gpu"] if r["count"] == 1 else f"{r['count']} x {r['gpu']}"
+        rel = f"{r['relative_performance']:.2f}" if r["relative_performance"] else "-"
+        rows.append(
+            (
+                str(r["rank"]),
+                gpus,
+                f"{r['total_price_usd']:,.0f}",
+                f"{r['throughput']:,.0f}",
+                rel,
+                f"{r['perf_per_dollar'] * 1000:,.0f}",
+                r["basis"] if r["basis"] == "estimated" else f"measured n={r['n']}",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [head] + [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    lines.append(f"why #1: {body['recommendations'][0]['why']}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -6,11 +6,21 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from service import __version__
-from service.api import admin_catalog, gpus, health, keys, results, workloads
+from service.api import (
+    admin_catalog,
+    gpus,
+    health,
+    keys,
+    rankings,
+    recommend,
+    results,
+    workloads,
+)
 from service.db import make_engine
 from service.errors import install_error_handlers
-from service.middleware import BodySizeLimit
+from service.middleware import BodySizeLimit, InvalidateOnWrite
 from service.migrations import head_revision
+from service.performance import SnapshotCache
 from service.settings import Settings, get_settings
 
 
@@ -32,8 +42,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.head_revision = head_revision(settings.database_url)
+    app.state.snapshots = SnapshotCache(settings.cache_ttl_s)
     install_error_handlers(app)
+    app.add_middleware(InvalidateOnWrite, cache=app.state.snapshots)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    for module in (health, gpus, workloads, admin_catalog, results, keys):
+    for module in (health, gpus, workloads, rankings, recommend, admin_catalog, results, keys):
         app.include_router(module.router)
     return app

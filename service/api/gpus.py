@@ -2,25 +2,30 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 
 from service import crud
+from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import SessionDep
 from service.api.pagination import decode_cursor, encode_cursor
 from service.schemas import GpuRead, Market, Page, Problem, Vendor
 
 router = APIRouter(prefix="/gpus", tags=["gpus"])
+CSV_COLUMNS = columns_for(GpuRead)
 
 
-@router.get("", response_model=Page[GpuRead])
+@router.get("", response_model=Page[GpuRead], responses={200: {"content": {"text/csv": {}}}})
 def list_gpus(
+    request: Request,
     session: SessionDep,
     vendor: Vendor | None = None,
     market: Market | None = None,
     min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
-) -> Page[GpuRead]:
+    format: Format | None = None,
+) -> Page[GpuRead] | Response:
     after = decode_cursor(cursor, str)
     rows = crud.list_gpus(
         session,
@@ -32,7 +37,11 @@ def list_gpus(
     )
     page = rows[:limit]
     next_cursor = encode_cursor(page[-1].slug) if len(rows) > limit else None
-    return Page[GpuRead](items=[GpuRead.model_validate(g) for g in page], next_cursor=next_cursor)
+    items = [GpuRead.model_validate(g) for g in page]
+    if wants_csv(request, format):
+        headers = {"X-Next-Cursor": next_cursor} if next_cursor else None
+        return csv_response((g.model_dump(mode="json") for g in items), CSV_COLUMNS, headers)
+    return Page[GpuRead](items=items, next_cursor=next_cursor)
 
 
 @router.get("/{slug}", response_model=GpuRead, responses={404: {"model": Problem}})

@@ -1,0 +1,67 @@
+"""CSV answers for procurement tools: `?format=csv` or `Accept: text/csv`.
+
+Nested objects are flattened with `_` (price.usd -> price_usd); lists are joined with `|`.
+Column names are stable and listed in the README.
+"""
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, get_args
+
+from fastapi import Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+Format = Literal["json", "csv"]
+CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+
+
+def wants_csv(request: Request, format: Format | None) -> bool:
+    if format is not None:
+        return format == "csv"
+    return "text/csv" in request.headers.get("accept", "")
+
+
+def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}_"))
+        elif isinstance(value, list):
+            out[name] = "|".join(str(v) for v in value)
+        else:
+            out[name] = value
+    return out
+
+
+def csv_response(
+    rows: Iterable[Mapping[str, Any]], columns: Sequence[str], headers: dict[str, str] | None = None
+) -> Response:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(flatten(row))
+    return Response(buffer.getvalue(), media_type=CSV_MEDIA_TYPE, headers=headers)
+
+
+def columns_for(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """CSV column names of a response model: its fields, nested models flattened with `_`."""
+    columns: list[str] = []
+    for name, info in model.model_fields.items():
+        nested = _nested_model(info.annotation)
+        if nested is not None:
+            columns += columns_for(nested, f"{prefix}{name}_")
+        else:
+            columns.append(f"{prefix}{name}")
+    return columns
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    candidates = get_args(annotation) or (annotation,)
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None

@@ -1,0 +1,86 @@
+"""GET /rankings: every GPU for a workload, by performance or performance per dollar."""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from service.api.csv_format import Format, columns_for, csv_response, wants_csv
+from service.api.deps import SessionDep, SettingsDep
+from service.api.snapshots import snapshot_for
+from service.domain.prices import ConditionChoice
+from service.domain.recommend import Candidate
+from service.schemas import Precision, PriceInfo, RankingItem, Rankings
+
+router = APIRouter(tags=["rankings"])
+CSV_COLUMNS = columns_for(RankingItem)
+
+
+def price_info(candidate: Candidate) -> PriceInfo | None:
+    p = candidate.price
+    if p is None:
+        return None
+    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
+
+
+@router.get(
+    "/rankings",
+    response_model=Rankings,
+    responses={200: {"content": {"text/csv": {}}}},
+    summary="Rank GPUs for a workload by throughput or throughput per dollar",
+)
+def rankings(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    workload: Annotated[str | None, Query(max_length=64)] = None,
+    precision: Precision | None = None,
+    sort: Literal["performance", "perf_per_dollar"] = "performance",
+    min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
+    condition: ConditionChoice = "any",
+    format: Format | None = None,
+) -> Rankings | Response:
+    snapshot = snapshot_for(
+        request, session, workload or settings.default_workload, precision, condition
+    )
+    min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
+    rows = []
+    for c in snapshot.candidates:
+        if c.memory_gb < min_memory:
+            continue
+        e = c.estimate
+        rows.append(
+            RankingItem(
+                rank=0,
+                gpu=c.slug,
+                name=c.name,
+                memory_gb=c.memory_gb,
+                throughput=e.value,
+                throughput_low=e.low,
+                throughput_high=e.high,
+                unit=snapshot.workload.unit,
+                basis=e.basis,
+                model=e.model,
+                n=e.n,
+                mad=e.mad,
+                relative_performance=snapshot.relative(e.value),
+                price=price_info(c),
+                perf_per_dollar=e.value / c.price.usd if c.price else None,
+            )
+        )
+    if sort == "performance":
+        rows.sort(key=lambda r: (-r.throughput, r.gpu))
+    else:
+        rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
+    for rank, row in enumerate(rows, start=1):
+        row.rank = rank
+    if wants_csv(request, format):
+        return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
+    return Rankings(
+        items=rows,
+        workload=snapshot.workload.slug,
+        precision=snapshot.precision,
+        unit=snapshot.workload.unit,
+        sort=sort,
+        reference_gpu=settings.reference_gpu,
+    )

@@ -1,0 +1,117 @@
+"""GET /recommend?budget=800: the best GPU configurations that fit a budget."""
+
+import math
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+
+from service.api.csv_format import Format, columns_for, csv_response, wants_csv
+from service.api.deps import SessionDep, SettingsDep
+from service.api.rankings import price_info
+from service.api.snapshots import snapshot_for
+from service.domain.prices import ConditionChoice
+from service.domain.recommend import Configuration, cheapest_fitting, why, within_budget
+from service.performance import Snapshot
+from service.schemas import Precision, Recommendation, Recommendations
+
+router = APIRouter(tags=["recommend"])
+CSV_COLUMNS = columns_for(Recommendation)
+MAX_BUDGET = 100_000_000
+
+
+def _item(config: Configuration, rank: int, snapshot: Snapshot, budget: float) -> Recommendation:
+    cand = config.candidate
+    unit_price = price_info(cand)
+    assert unit_price is not None
+    unit = snapshot.workload.unit
+    reference = snapshot.reference.slug if snapshot.reference else "none"
+    return Recommendation(
+        rank=rank,
+        gpu=cand.slug,
+        name=cand.name,
+        count=config.count,
+        unit_price=unit_price,
+        total_price_usd=config.total_price,
+        throughput=config.throughput,
+        throughput_low=config.low,
+        throughput_high=config.high,
+        unit=unit,
+        relative_performance=snapshot.relative(config.throughput),
+        perf_per_dollar=config.perf_per_dollar,
+        memory_gb=cand.memory_gb,
+        total_memory_gb=cand.memory_gb * config.count,
+        tdp_w=cand.tdp_w * config.count if cand.tdp_w is not None else None,
+        basis=config.basis,
+        model="measured" if config.scaling_basis == "measured" else cand.estimate.model,
+        n=config.n,
+        scaling_factor=config.speedup,
+        scaling_basis=config.scaling_basis,
+        why=why(config, rank, budget, unit, reference),
+    )
+
+
+def _hint(snapshot: Snapshot, budget: float, min_memory_gb: float) -> str:
+    cheapest = cheapest_fitting(snapshot.candidates, min_memory_gb)
+    if cheapest is None or cheapest.price is None:
+        return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+    p = cheapest.price
+    return (
+        f"nothing with >= {min_memory_gb:g} GB fits ${budget:,.0f}; the cheapest that fits the "
+        f"memory is {cheapest.slug} at ${p.usd:,.0f} ({p.source}, {p.observed_at})"
+    )
+
+
+@router.get(
+    "/recommend",
+    response_model=Recommendations,
+    responses={200: {"content": {"text/csv": {}}}},
+    summary="Best single and multi-GPU configurations for a budget and workload",
+)
+def recommend(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    budget: Annotated[float, Query(gt=0, le=MAX_BUDGET, description="USD for all GPUs")],
+    workload: Annotated[str | None, Query(max_length=64)] = None,
+    precision: Precision | None = None,
+    min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
+    max_gpus: Annotated[int, Query(ge=1, le=8)] = 4,
+    mode: Literal["parallel", "independent"] = "parallel",
+    framework: Annotated[str, Query(min_length=1, max_length=32, pattern=r"^[a-z0-9_.+-]+$")] = (
+        "pytorch"
+    ),
+    condition: ConditionChoice = "any",
+    limit: Annotated[int, Query(ge=1, le=50)] = 5,
+    format: Format | None = None,
+) -> Recommendations | Response:
+    if not math.isfinite(budget):
+        raise RequestValidationError(
+            [{"loc": ("query", "budget"), "msg": "must be a finite number", "type": "finite"}]
+        )
+    snapshot = snapshot_for(
+        request, session, workload or settings.default_workload, precision, condition
+    )
+    min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
+    ranked = snapshot.ranked_configurations(mode, framework, max_gpus)
+    chosen = within_budget(ranked, budget, min_memory, limit)
+    items = [_item(c, rank, snapshot, budget) for rank, c in enumerate(chosen, start=1)]
+    hint = None if items else _hint(snapshot, budget, min_memory)
+    if wants_csv(request, format):
+        headers = {"X-Hint": hint} if hint else None
+        return csv_response((i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers)
+    return Recommendations(
+        recommendations=items,
+        budget_usd=budget,
+        workload=snapshot.workload.slug,
+        precision=snapshot.precision,
+        unit=snapshot.workload.unit,
+        min_memory_gb=min_memory,
+        max_gpus=max_gpus,
+        mode=mode,
+        framework=framework,
+        condition=condition,
+        reference_gpu=settings.reference_gpu,
+        hint=hint,
+    )

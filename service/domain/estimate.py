@@ -1,0 +1,169 @@
+"""Performance estimate per (GPU, workload, precision): measured where results exist, else a
+model fitted on the measured GPUs, else a spec-only ratio, else a roofline prior.
+
+Model (>= 3 measured GPUs): log y = a + b log C + (1 - b) log B, with C the effective compute
+rate (spec peak for the precision x calibration efficiency) and B the memory bandwidth. The
+exponents are tied to sum to 1 (a GPU that is twice as fast in every respect is twice as
+fast), which leaves one shape parameter b in [0, 1]: b -> 1 is compute-bound, b -> 0 is
+bandwidth-bound. With one free shape parameter the fit is stable on a handful of GPUs, where a
+free two-exponent fit extrapolates wildly. The error band is the leave-one-out RMS log error.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+Basis = Literal["measured", "estimated"]
+# A band with one anchor or none has no data to size it: a wide, stated default.
+DEFAULT_BAND = 0.5
+# Roofline prior without any measurement: fraction of peak a real training step reaches
+# (model FLOPs utilisation) and of bandwidth a decode step streams. Assumptions, said as such.
+PRIOR_COMPUTE_UTILISATION = 0.35
+PRIOR_BANDWIDTH_UTILISATION = 0.6
+BYTES_PER_PARAM = {"fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
+
+
+@dataclass(frozen=True)
+class GpuPerf:
+    """What the model knows of one GPU for one precision."""
+
+    slug: str
+    compute_tflops: float  # effective: spec peak for the precision x calibration efficiency
+    bandwidth_gbs: float
+
+
+@dataclass(frozen=True)
+class Measurement:
+    median: float
+    n: int
+    mad: float
+
+
+@dataclass(frozen=True)
+class Estimate:
+    slug: str
+    value: float
+    basis: Basis
+    n: int  # results behind a measured value; measured GPUs behind an estimate
+    low: float
+    high: float
+    model: str  # measured | fit | spec-ratio | roofline-prior
+    mad: float | None = None  # of the measured results, when measured
+
+    @property
+    def relative_error(self) -> float:
+        return (self.high - self.low) / (2 * self.value) if self.value else 0.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    flops_per_unit: float | None
+    memory_bound: bool
+    precision: str
+
+
+def _features(gpu: GpuPerf) -> tuple[float, float]:
+    """(log C - log B, log B): the regressor and the offset of the tied model."""
+    log_b = math.log(gpu.bandwidth_gbs)
+    return math.log(gpu.compute_tflops) - log_b, log_b
+
+
+def fit_shape(gpus: Sequence[GpuPerf], values: Sequence[float]) -> tuple[float, float]:
+    """Least-squares (a, b) of log y - log B = a + b (log C - log B), b clipped to [0, 1]."""
+    x = np.array([_features(g)[0] for g in gpus])
+    y = np.array([math.log(v) - _features(g)[1] for g, v in zip(gpus, values, strict=True)])
+    if len(x) < 2 or float(np.ptp(x)) < 1e-9:
+        b = 0.5
+    else:
+        b = float(np.clip(np.polyfit(x, y, 1)[0], 0.0, 1.0))
+    a = float(np.mean(y - b * x))
+    return a, b
+
+
+def predict(a: float, b: float, gpu: GpuPerf) -> float:
+    x, log_b = _features(gpu)
+    return math.exp(a + b * x + log_b)
+
+
+def leave_one_out_log_rmse(gpus: Sequence[GpuPerf], values: Sequence[float]) -> float:
+    errors = []
+    for i in range(len(gpus)):
+        rest_g = [g for j, g in enumerate(gpus) if j != i]
+        rest_v = [v for j, v in enumerate(values) if j != i]
+        a, b = fit_shape(rest_g, rest_v)
+        errors.append(math.log(predict(a, b, gpus[i]) / values[i]))
+    return float(np.sqrt(np.mean(np.square(errors))))
+
+
+def _band(value: float, log_error: float) -> tuple[float, float]:
+    return value * math.exp(-log_error), value * math.exp(log_error)
+
+
+def _spec_score(gpu: GpuPerf, memory_bound: bool) -> float:
+    return gpu.bandwidth_gbs if memory_bound else gpu.compute_tflops
+
+
+def roofline_prior(gpu: GpuPerf, workload: Workload) -> float | None:
+    """Throughput from specs alone, for a workload nobody has measured yet."""
+    if workload.flops_per_unit is None:
+        return None
+    if workload.memory_bound:
+        # Decode streams every weight once per token: bytes = params x bytes/param, and
+        # params = FLOPs per token / 2.
+        bytes_per_unit = workload.flops_per_unit / 2 * BYTES_PER_PARAM[workload.precision]
+        return gpu.bandwidth_gbs * 1e9 * PRIOR_BANDWIDTH_UTILISATION / bytes_per_unit
+    return gpu.compute_tflops * 1e12 * PRIOR_COMPUTE_UTILISATION / workload.flops_per_unit
+
+
+def estimate_all(
+    gpus: Sequence[GpuPerf], measured: Mapping[str, Measurement], workload: Workload
+) -> dict[str, Estimate]:
+    """An estimate for every GPU that has enough specs, by the best basis available."""
+    anchors = [g for g in gpus if g.slug in measured]
+    anchor_values = [measured[g.slug].median for g in anchors]
+    out: dict[str, Estimate] = {}
+    fit: tuple[float, float] | None = None
+    log_error = math.log1p(DEFAULT_BAND)
+    if len(anchors) >= 3:
+        fit = fit_shape(anchors, anchor_values)
+        log_error = max(leave_one_out_log_rmse(anchors, anchor_values), 0.02)
+    elif len(anchors) == 2:
+        # Predict each anchor from the other: the only error we can measure with two.
+        s = [_spec_score(g, workload.memory_bound) for g in anchors]
+        cross = math.log((anchor_values[0] / s[0]) / (anchor_values[1] / s[1]))
+        log_error = max(abs(cross), math.log1p(0.1))
+
+    for gpu in gpus:
+        m = measured.get(gpu.slug)
+        if m is not None:
+            spread = 1.4826 * m.mad
+            out[gpu.slug] = Estimate(
+                gpu.slug,
+                m.median,
+                "measured",
+                m.n,
+                max(m.median - spread, 0.0),
+                m.median + spread,
+                "measured",
+            )
+            continue
+        if fit is not None:
+            value, model = predict(*fit, gpu), "fit"
+        elif anchors:
+            score = _spec_score(gpu, workload.memory_bound)
+            ratios = [
+                v / _spec_score(g, workload.memory_bound)
+                for g, v in zip(anchors, anchor_values, strict=True)
+            ]
+            value, model = score * math.exp(float(np.mean(np.log(ratios)))), "spec-ratio"
+        else:
+            prior = roofline_prior(gpu, workload)
+            if prior is None:
+                continue
+            value, model = prior, "roofline-prior"
+        low, high = _band(value, log_error)
+        out[gpu.slug] = Estimate(gpu.slug, value, "estimated", len(anchors), low, high, model)
+    return out

@@ -1,0 +1,153 @@
+"""Ranking and recommendation over estimates and prices: pure, no I/O."""
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from service.domain.estimate import Estimate, Measurement
+from service.domain.prices import PriceObservation
+from service.domain.scaling import Scaling
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One GPU with its single-GPU estimate and current price (None when unknown)."""
+
+    slug: str
+    name: str
+    memory_gb: float
+    tdp_w: float | None
+    interconnect: str
+    estimate: Estimate
+    price: PriceObservation | None
+
+
+@dataclass(frozen=True)
+class Configuration:
+    candidate: Candidate
+    count: int
+    throughput: float
+    low: float
+    high: float
+    speedup: float
+    scaling_basis: str  # single | independent | profile:<fw>/<link> | measured
+    basis: str  # measured | estimated
+    n: int
+
+    @property
+    def total_price(self) -> float:
+        assert self.candidate.price is not None
+        return self.candidate.price.usd * self.count
+
+    @property
+    def perf_per_dollar(self) -> float:
+        return self.throughput / self.total_price
+
+
+ScalingFn = Callable[[Candidate, int], Scaling]
+
+
+def configurations(
+    candidates: Iterable[Candidate],
+    max_gpus: int,
+    scaling_for: ScalingFn,
+    measured_multi: Mapping[tuple[str, int], Measurement],
+    use_measured_multi: bool = True,
+) -> list[Configuration]:
+    """Every priced (GPU, count), best throughput first, then cheapest."""
+    configs: list[Configuration] = []
+    for cand in candidates:
+        if cand.price is None:
+            continue
+        single = cand.estimate
+        for count in range(1, max_gpus + 1):
+            measured = measured_multi.get((cand.slug, count)) if count > 1 else None
+            if measured is not None and use_measured_multi:
+                ratio = measured.median / single.value
+                spread = 1.4826 * measured.mad
+                configs.append(
+                    Configuration(
+                        cand,
+                        count,
+                        measured.median,
+                        max(measured.median - spread, 0),
+                        measured.median + spread,
+                        ratio,
+                        "measured",
+                        "measured",
+                        measured.n,
+                    )
+                )
+                continue
+            s = scaling_for(cand, count)
+            configs.append(
+                Configuration(
+                    cand,
+                    count,
+                    single.value * s.speedup,
+                    single.low * s.speedup,
+                    single.high * s.speedup,
+                    s.speedup,
+                    s.basis,
+                    single.basis,
+                    single.n,
+                )
+            )
+    configs.sort(key=lambda c: (-c.throughput, c.total_price, c.candidate.slug))
+    return configs
+
+
+def within_budget(
+    configs: Sequence[Configuration], budget: float, min_memory_gb: float, limit: int
+) -> list[Configuration]:
+    """The first `limit` configurations (already ranked) that fit the budget and memory."""
+    chosen: list[Configuration] = []
+    for config in configs:
+        if config.total_price <= budget and config.candidate.memory_gb >= min_memory_gb:
+            chosen.append(config)
+            if len(chosen) == limit:
+                break
+    return chosen
+
+
+def cheapest_fitting(candidates: Iterable[Candidate], min_memory_gb: float) -> Candidate | None:
+    """The cheapest priced GPU with enough memory: what a too-small budget would need."""
+    priced = [c for c in candidates if c.price is not None and c.memory_gb >= min_memory_gb]
+    return min(priced, key=lambda c: (c.price.usd if c.price else 0.0, c.slug), default=None)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.3g}"
+
+
+def _basis_phrase(config: Configuration, unit: str) -> str:
+    if config.basis == "measured":
+        return f"median of {config.n} accepted results"
+    likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
+    model = config.candidate.estimate.model
+    if model == "fit":
+        return f"estimated by a fit on {config.n} measured GPUs, {likely}"
+    if model == "spec-ratio":
+        return f"estimated from specs relative to {config.n} measured GPU(s), {likely}"
+    return f"estimated from specs alone, no results yet, {likely}"
+
+
+def why(config: Configuration, rank: int, budget: float, unit: str, reference: str) -> str:
+    """One plain-language sentence on what this configuration is and why it ranks here."""
+    cand = config.candidate
+    what = cand.slug if config.count == 1 else f"{config.count} x {cand.slug}"
+    if config.scaling_basis == "measured":
+        scaling = f", {config.speedup:.2f}x one GPU as measured"
+    elif config.scaling_basis == "independent":
+        scaling = f" running {config.count} independent experiments"
+    elif config.count > 1:
+        fw_link = config.scaling_basis.removeprefix("profile:")
+        scaling = f", {config.speedup:.2f}x one GPU ({fw_link} scaling profile)"
+    else:
+        scaling = ""
+    source = _basis_phrase(config, unit)
+    lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
+    return (
+        f"{lead} within ${budget:,.0f}: {what} for ${config.total_price:,.0f}{scaling} gives "
+        f"~{_fmt(config.throughput)} {unit} ({source}), "
+        f"{_fmt(config.perf_per_dollar * 1000)} {unit} per $1,000; reference {reference} = 1.0."
+    )

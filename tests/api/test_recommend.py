@@ -1,0 +1,211 @@
+"""/rankings and /recommend against the seeded catalog on a real database."""
+
+import csv
+import io
+
+import pytest
+
+from service import catalog
+
+
+def post_results(client, keys, gpu, values, workload="resnet50-train", precision="fp16", count=1):
+    rows = [
+        {
+            "gpu": gpu,
+            "workload": workload,
+            "value": v,
+            "precision": precision,
+            "framework": "pytorch",
+            "gpu_count": count,
+        }
+        for v in values
+    ]
+    response = client.post("/results", json={"results": rows}, headers=keys.auth(keys.submitter))
+    assert response.status_code == 201, response.text
+
+
+def test_student_budget_800_gets_ranked_configurations_that_fit(client):
+    response = client.get("/recommend", params={"budget": 800})
+    assert response.status_code == 200
+    body = response.json()
+    recs = body["recommendations"]
+    assert body["workload"] == "llm-train" and body["hint"] is None
+    assert 1 <= len(recs) <= 5
+    throughputs = [r["throughput"] for r in recs]
+    assert throughputs == sorted(throughputs, reverse=True)
+    for r in recs:
+        assert r["total_price_usd"] <= 800
+        assert r["total_price_usd"] == pytest.approx(r["unit_price"]["usd"] * r["count"])
+        assert r["memory_gb"] >= body["min_memory_gb"]
+        assert r["perf_per_dollar"] == pytest.approx(r["throughput"] / r["total_price_usd"])
+        assert 1 <= r["count"] <= 4
+        assert r["unit_price"]["source"] and r["unit_price"]["observed_at"]
+        assert r["basis"] == "estimated" and r["why"].startswith(("Most", "#"))
+        assert r["scaling_factor"] <= r["count"]
+        assert r["unit"] == "tokens/s"
+
+
+def test_nothing_fits_answers_200_with_a_hint(client):
+    body = client.get("/recommend", params={"budget": 50}).json()
+    assert body["recommendations"] == []
+    assert "nvidia-rtx-4060" in body["hint"] and "$299" in body["hint"]
+    big = client.get("/recommend", params={"budget": 1000, "min_memory_gb": 80}).json()
+    assert big["recommendations"] == [] and "80 GB" in big["hint"]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"budget": 0}, "budget"),
+        ({"budget": -800}, "budget"),
+        ({"budget": "lots"}, "budget"),
+        ({"budget": "nan"}, "budget"),
+        ({"budget": "inf"}, "budget"),
+        ({"budget": 1e300}, "budget"),
+        ({}, "budget"),
+        ({"budget": 800, "max_gpus": 0}, "max_gpus"),
+        ({"budget": 800, "max_gpus": 64}, "max_gpus"),
+        ({"budget": 800, "limit": 0}, "limit"),
+        ({"budget": 800, "mode": "sideways"}, "mode"),
+        ({"budget": 800, "precision": "fp64"}, "precision"),
+        ({"budget": 800, "condition": "broken"}, "condition"),
+        ({"budget": 800, "min_memory_gb": -1}, "min_memory_gb"),
+        ({"budget": 800, "framework": "Py Torch!"}, "framework"),
+        ({"budget": 800, "workload": "resnet"}, "workload"),
+    ],
+)
+def test_bad_parameters_are_422_naming_the_field(client, params, field):
+    response = client.get("/recommend", params=params)
+    assert response.status_code == 422
+    assert field in [d["loc"][-1] for d in response.json()["detail"]]
+
+
+def test_unknown_workload_suggests_the_right_one(client):
+    detail = client.get("/recommend", params={"budget": 800, "workload": "resnet50"}).json()
+    assert "resnet50-train" in detail["detail"][0]["suggestions"]
+
+
+def test_measured_results_become_the_estimate_and_anchor_the_rest(client, keys):
+    post_results(client, keys, "nvidia-rtx-4090", [1480, 1500, 1520, 1510, 1490])
+    post_results(client, keys, "nvidia-rtx-3090", [820, 800, 810])
+    post_results(client, keys, "nvidia-a100-80gb", [2500, 2550, 2450])
+    rows = client.get("/rankings", params={"workload": "resnet50-train", "min_memory_gb": 0})
+    items = {r["gpu"]: r for r in rows.json()["items"]}
+    assert items["nvidia-rtx-4090"]["throughput"] == 1500
+    assert (items["nvidia-rtx-4090"]["basis"], items["nvidia-rtx-4090"]["n"]) == ("measured", 5)
+    assert items["nvidia-rtx-4090"]["relative_performance"] == pytest.approx(1.0)
+    assert items["nvidia-rtx-3090"]["relative_performance"] == pytest.approx(810 / 1500)
+    h100 = items["nvidia-h100-sxm"]
+    assert (h100["basis"], h100["model"], h100["n"]) == ("estimated", "fit", 3)
+    assert h100["throughput_low"] < h100["throughput"] < h100["throughput_high"]
+    assert h100["throughput"] > items["nvidia-a100-80gb"]["throughput"]
+
+
+def test_gpus_without_tensor_cores_are_scored_on_what_they_have(client, keys):
+    post_results(client, keys, "nvidia-rtx-4090", [1500] * 3)
+    items = {
+        r["gpu"]: r
+        for r in client.get(
+            "/rankings", params={"workload": "resnet50-train", "min_memory_gb": 0}
+        ).json()["items"]
+    }
+    gpus = {g.slug: g for g in catalog.load_gpus()}
+    # Spec ratio on compute: GTX 1080 Ti runs fp16 work on its 11.34 TFLOPS FP32 units.
+    expected = 1500 * gpus["nvidia-gtx-1080-ti"].fp32_tflops / 165.2
+    assert items["nvidia-gtx-1080-ti"]["throughput"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_rankings_sort_by_perf_per_dollar_and_filter_memory(client):
+    body = client.get("/rankings", params={"sort": "perf_per_dollar", "min_memory_gb": 24}).json()
+    ppd = [r["perf_per_dollar"] for r in body["items"] if r["perf_per_dollar"] is not None]
+    assert ppd == sorted(ppd, reverse=True)
+    assert all(r["memory_gb"] >= 24 for r in body["items"])
+    unpriced = [i for i, r in enumerate(body["items"]) if r["perf_per_dollar"] is None]
+    assert unpriced and min(unpriced) > max(
+        i for i, r in enumerate(body["items"]) if r["perf_per_dollar"] is not None
+    )
+    assert [r["rank"] for r in body["items"]] == list(range(1, len(body["items"]) + 1))
+
+
+def test_parallel_uses_profiles_and_measured_multi_gpu_results_override(client, keys):
+    params = {
+        "budget": 7000,
+        "workload": "resnet50-train",
+        "max_gpus": 4,
+        "limit": 50,
+        "min_memory_gb": 24,
+    }
+    recs = client.get("/recommend", params=params).json()["recommendations"]
+    four = next(r for r in recs if r["gpu"] == "nvidia-rtx-4090" and r["count"] == 4)
+    assert four["scaling_factor"] == pytest.approx(3.6)
+    assert four["scaling_basis"] == "profile:pytorch/pcie"
+    tf = client.get("/recommend", params=params | {"framework": "tensorflow"}).json()
+    tf_four = next(
+        r for r in tf["recommendations"] if r["gpu"] == "nvidia-rtx-4090" and r["count"] == 4
+    )
+    assert tf_four["scaling_factor"] < four["scaling_factor"]
+    indep = client.get("/recommend", params=params | {"mode": "independent"}).json()
+    assert all(r["scaling_factor"] == r["count"] for r in indep["recommendations"])
+
+    post_results(client, keys, "nvidia-rtx-4090", [1500] * 3)
+    post_results(client, keys, "nvidia-rtx-4090", [5200, 5150, 5250], count=4)
+    recs = client.get("/recommend", params=params).json()["recommendations"]
+    four = next(r for r in recs if r["gpu"] == "nvidia-rtx-4090" and r["count"] == 4)
+    assert (four["throughput"], four["scaling_basis"], four["basis"]) == (
+        5200,
+        "measured",
+        "measured",
+    )
+    assert four["scaling_factor"] == pytest.approx(5200 / 1500)
+
+
+def test_condition_and_price_observations(client, keys):
+    admin = keys.auth(keys.admin)
+    used = {
+        "gpu": "nvidia-rtx-3090",
+        "usd": 650,
+        "condition": "used",
+        "source": "ebay-sold",
+        "observed_at": "2026-11-15",
+    }
+    assert client.post("/prices", json=used, headers=admin).status_code == 201
+    params = {"budget": 700, "workload": "resnet50-train", "max_gpus": 1, "limit": 50}
+    any_ = client.get("/recommend", params=params).json()["recommendations"]
+    row = next(r for r in any_ if r["gpu"] == "nvidia-rtx-3090")
+    assert row["unit_price"] == {
+        "usd": 650,
+        "condition": "used",
+        "source": "ebay-sold",
+        "observed_at": "2026-11-15",
+    }
+    new = client.get("/recommend", params=params | {"condition": "new"}).json()
+    assert "nvidia-rtx-3090" not in {r["gpu"] for r in new["recommendations"]}  # $1,499 new
+
+
+def test_csv_and_json_agree(client):
+    params = {"budget": 3000, "workload": "resnet50-train", "limit": 10}
+    js = client.get("/recommend", params=params).json()["recommendations"]
+    text = client.get("/recommend", params=params | {"format": "csv"})
+    assert text.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(text.text)))
+    assert [r["gpu"] for r in rows] == [r["gpu"] for r in js]
+    for c, j in zip(rows, js, strict=True):
+        assert float(c["throughput"]) == pytest.approx(j["throughput"])
+        assert float(c["unit_price_usd"]) == j["unit_price"]["usd"]
+        assert int(c["count"]) == j["count"] and c["why"] == j["why"]
+    ranked = client.get("/rankings", headers={"Accept": "text/csv"})
+    assert ranked.text.splitlines()[0].startswith("rank,gpu,name,memory_gb,throughput")
+    assert len(ranked.text.splitlines()) - 1 == len(client.get("/rankings").json()["items"])
+    gpus_csv = client.get("/gpus", params={"format": "csv", "limit": 500}).text
+    gpus_json = client.get("/gpus", params={"limit": 500}).json()["items"]
+    parsed = list(csv.DictReader(io.StringIO(gpus_csv)))
+    assert [r["slug"] for r in parsed] == [g["slug"] for g in gpus_json]
+    assert parsed[0]["aliases"] == "|".join(gpus_json[0]["aliases"])
+
+
+def test_a_write_is_visible_to_the_next_read(client, keys):
+    before = client.get("/rankings", params={"workload": "resnet50-train"}).json()
+    assert {r["basis"] for r in before["items"]} == {"estimated"}
+    post_results(client, keys, "nvidia-rtx-4090", [1500] * 5)
+    after = client.get("/rankings", params={"workload": "resnet50-train"}).json()
+    assert "measured" in {r["basis"] for r in after["items"]}

@@ -1,0 +1,191 @@
+"""The performance model: measured medians, the tied log-linear fit, fallbacks, scaling,
+prices and budget ranking, including the properties a buyer relies on."""
+
+import math
+from datetime import date
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.domain import estimate as est
+from service.domain.prices import PriceObservation, current_price
+from service.domain.recommend import Candidate, configurations, within_budget
+from service.domain.scaling import efficiency, scaling
+
+TRAIN = est.Workload(flops_per_unit=2.45e10, memory_bound=False, precision="fp16")
+DECODE = est.Workload(flops_per_unit=1.35e10, memory_bound=True, precision="fp16")
+
+
+def gpu(slug, compute, bandwidth):
+    return est.GpuPerf(slug, compute, bandwidth)
+
+
+FLEET = [
+    gpu("a", 50, 500),
+    gpu("b", 100, 900),
+    gpu("c", 165, 1000),
+    gpu("d", 312, 2000),
+    gpu("e", 989, 3350),
+    gpu("f", 25, 300),
+]
+
+
+def true_value(g, b=0.7, scale=3.0):
+    return scale * g.compute_tflops**b * g.bandwidth_gbs ** (1 - b)
+
+
+def test_measured_gpu_gets_exactly_its_median():
+    measured = {"c": est.Measurement(1500.0, 7, 20.0)}
+    out = est.estimate_all(FLEET, measured, TRAIN)
+    assert out["c"].value == 1500.0 and out["c"].basis == "measured" and out["c"].n == 7
+    assert out["c"].low == pytest.approx(1500 - 1.4826 * 20)
+    assert out["a"].basis == "estimated" and out["a"].model == "spec-ratio"
+
+
+def test_fit_recovers_a_known_shape_and_reports_a_small_band():
+    measured = {g.slug: est.Measurement(true_value(g), 5, 1.0) for g in FLEET[:4]}
+    out = est.estimate_all(FLEET, measured, TRAIN)
+    for g in FLEET[4:]:
+        assert out[g.slug].model == "fit"
+        assert out[g.slug].value == pytest.approx(true_value(g), rel=1e-6)
+        assert out[g.slug].relative_error < 0.05
+
+
+def test_fit_band_comes_from_leave_one_out_error():
+    noisy = [1.0, 1.3, 0.8, 1.1, 0.9]
+    measured = {
+        g.slug: est.Measurement(true_value(g) * k, 5, 1.0)
+        for g, k in zip(FLEET[:5], noisy, strict=True)
+    }
+    out = est.estimate_all(FLEET, measured, TRAIN)
+    loo = est.leave_one_out_log_rmse(
+        FLEET[:5], [true_value(g) * k for g, k in zip(FLEET[:5], noisy, strict=True)]
+    )
+    assert out["f"].high / out["f"].value == pytest.approx(math.exp(loo))
+    assert out["f"].n == 5
+
+
+def test_spec_ratio_uses_bandwidth_for_memory_bound_work():
+    measured = {"c": est.Measurement(60.0, 3, 1.0)}
+    out = est.estimate_all(FLEET, measured, DECODE)
+    assert out["d"].value == pytest.approx(60.0 * 2000 / 1000)
+    out_train = est.estimate_all(FLEET, measured, TRAIN)
+    assert out_train["d"].value == pytest.approx(60.0 * 312 / 165)
+
+
+def test_roofline_prior_without_any_measurement():
+    out = est.estimate_all(FLEET, {}, DECODE)
+    # 1000 GB/s x 0.6 / (6.75e9 params x 2 bytes) tokens/s
+    assert out["c"].value == pytest.approx(1000e9 * 0.6 / (1.35e10 / 2 * 2))
+    assert out["c"].model == "roofline-prior" and out["c"].n == 0
+    no_flops = est.Workload(flops_per_unit=None, memory_bound=False, precision="fp16")
+    assert est.estimate_all(FLEET, {}, no_flops) == {}
+
+
+fleet_st = st.lists(
+    st.tuples(st.floats(1, 2000), st.floats(100, 8000)), min_size=3, max_size=12, unique=True
+)
+
+
+@given(fleet_st, st.data())
+@settings(max_examples=60, deadline=None)
+def test_property_estimate_for_any_measured_gpu_equals_its_median(specs, data):
+    gpus = [gpu(f"g{i}", c, b) for i, (c, b) in enumerate(specs)]
+    chosen = data.draw(st.sets(st.sampled_from([g.slug for g in gpus]), min_size=1))
+    medians = {s: data.draw(st.floats(1, 1e5)) for s in chosen}
+    out = est.estimate_all(gpus, {s: est.Measurement(v, 3, 0.0) for s, v in medians.items()}, TRAIN)
+    for slug, median in medians.items():
+        assert out[slug].value == median and out[slug].basis == "measured"
+    for g in gpus:
+        assert out[g.slug].value > 0 and out[g.slug].low <= out[g.slug].value <= out[g.slug].high
+
+
+PROFILES = {("pytorch", "pcie", n): e for n, e in [(1, 1.0), (2, 0.95), (4, 0.9), (8, 0.82)]}
+PROFILES |= {("tensorflow", "pcie", n): e for n, e in [(1, 1.0), (2, 0.8), (4, 0.65)]}
+PROFILES |= {("default", "pcie", n): e for n, e in [(1, 1.0), (4, 0.75)]}
+
+
+def test_scaling_profiles_and_fallbacks():
+    assert scaling(PROFILES, "parallel", "pytorch", "pcie", 4).speedup == pytest.approx(3.6)
+    assert scaling(PROFILES, "parallel", "tensorflow", "pcie", 4).speedup == pytest.approx(2.6)
+    assert scaling(PROFILES, "independent", "tensorflow", "pcie", 4).speedup == 4
+    # Unknown framework -> conservative default; unknown link -> pcie; 3 GPUs -> 2-GPU eff.
+    assert efficiency(PROFILES, "mxnet", "pcie", 4)[:2] == (0.75, "default")
+    assert efficiency(PROFILES, "pytorch", "nvlink", 4)[2] == "pcie"
+    assert efficiency(PROFILES, "pytorch", "pcie", 3)[0] == 0.95
+
+
+def test_current_price_newest_fresh_and_cheapest_for_any():
+    today = date(2026, 12, 1)
+    obs = [
+        PriceObservation(1599, "new", "msrp", date(2022, 10, 12), 1),
+        PriceObservation(1999, "new", "shop", date(2026, 11, 1), 2),
+        PriceObservation(1300, "used", "ebay", date(2026, 10, 1), 3),
+        PriceObservation(900, "used", "old", date(2019, 1, 1), 4),
+        PriceObservation(100, "new", "typo-future", date(2027, 1, 1), 5),
+    ]
+    assert current_price(obs, "new", today, 3650).source == "shop"
+    assert current_price(obs, "used", today, 3650).source == "ebay"
+    assert current_price(obs, "any", today, 3650).source == "ebay"
+    assert current_price(obs, "used", today, 30) is None
+    assert current_price([], "any", today, 30) is None
+
+
+def candidate(slug, value, usd, memory=24.0):
+    e = est.Estimate(slug, value, "estimated", 0, value * 0.8, value * 1.2, "spec-ratio")
+    price = PriceObservation(usd, "new", "msrp", date(2025, 1, 1)) if usd else None
+    return Candidate(slug, slug, memory, 300.0, "pcie", e, price)
+
+
+def ranked(cands, max_gpus=4, mode="parallel"):
+    return configurations(
+        cands, max_gpus, lambda c, n: scaling(PROFILES, mode, "pytorch", c.interconnect, n), {}
+    )
+
+
+cands_st = st.lists(
+    st.tuples(st.floats(1, 1e4), st.floats(50, 40000), st.sampled_from([8.0, 12.0, 24.0, 80.0])),
+    min_size=1,
+    max_size=15,
+)
+
+
+@given(cands_st, st.floats(10, 1e5), st.floats(0, 1e5), st.integers(1, 8))
+@settings(max_examples=100, deadline=None)
+def test_property_more_budget_never_gives_a_worse_best(specs, budget, extra, max_gpus):
+    cands = [candidate(f"g{i}", v, p, m) for i, (v, p, m) in enumerate(specs)]
+    configs = ranked(cands, max_gpus)
+    small = within_budget(configs, budget, 12.0, 1)
+    large = within_budget(configs, budget + extra, 12.0, 1)
+    if small:
+        assert large and large[0].throughput >= small[0].throughput
+    for c in within_budget(configs, budget, 12.0, 50):
+        assert c.total_price <= budget and c.candidate.memory_gb >= 12.0
+        assert c.perf_per_dollar == pytest.approx(c.throughput / c.total_price)
+
+
+@given(cands_st, st.sampled_from(["parallel", "independent"]))
+@settings(max_examples=60, deadline=None)
+def test_property_scaling_never_exceeds_linear_unless_measured(specs, mode):
+    cands = [candidate(f"g{i}", v, p, m) for i, (v, p, m) in enumerate(specs)]
+    for c in ranked(cands, 8, mode):
+        single = c.candidate.estimate.value
+        assert c.throughput <= c.count * single * (1 + 1e-12)
+        if mode == "independent":
+            assert c.throughput == pytest.approx(c.count * single)
+
+
+def test_measured_multi_gpu_result_overrides_the_profile_even_above_linear():
+    cands = [candidate("a", 100.0, 1000)]
+    measured = {("a", 2): est.Measurement(205.0, 4, 2.0)}
+    configs = configurations(
+        cands, 2, lambda c, n: scaling(PROFILES, "parallel", "pytorch", "pcie", n), measured
+    )
+    two = next(c for c in configs if c.count == 2)
+    assert two.throughput == 205.0 and two.scaling_basis == "measured" and two.n == 4
+    assert two.speedup == pytest.approx(2.05)
+
+
+def test_unpriced_gpus_are_never_recommended():
+    assert ranked([candidate("a", 100.0, None)]) == []
