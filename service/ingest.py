@@ -1,32 +1,24 @@
 """The ingestion gate: schema (done by schemas.py) -> physics -> statistics -> stored.
 
 A batch is stored in the caller's transaction: either every row lands with its status and
-reason, or (on any unknown slug) nothing does. After the insert, every group the batch touched
-is re-evaluated under a per-group lock, so statuses and aggregates stay consistent when two
-batches hit the same group at once.
+reason, or (on any unknown slug) nothing does. The statistics step (service.groups) runs under
+per-group locks, so statuses and aggregates stay consistent when two batches hit the same group
+at once.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, insert, tuple_, update
-from sqlalchemy import select as sa_select
-from sqlmodel import Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
-from service.db import lock_keys, upsert
+from service.db import insert_returning_ids
 from service.domain.matching import suggest
-from service.domain.outliers import outlier_flags, summarize
 from service.domain.plausibility import PeakRates, exceeds_peak
-from service.models import Aggregate, ApiKey, Gpu, Result, Workload, utcnow
-from service.schemas import ResultIn
-
-GroupKey = tuple[int, int, str, int]  # gpu_id, workload_id, precision, gpu_count
-STATS_STATUSES = ("accepted", "outlier", "verified")  # values that shape a group's statistics
-AGGREGATE_STATUSES = ("accepted", "verified")  # values that feed medians and rankings
-RESULT_TABLE: Table = SQLModel.metadata.tables["result"]
-AGGREGATE_TABLE: Table = SQLModel.metadata.tables["aggregate"]
+from service.groups import RESULT_TABLE, GroupKey, evaluate, group_key
+from service.models import ApiKey, Gpu, Workload, utcnow
+from service.schemas import ResultIn, ResultOutcome
 
 
 @dataclass(frozen=True)
@@ -103,14 +95,16 @@ def _resolve(
     return gpus, workloads
 
 
-def store_results(session: Session, items: Sequence[ResultIn], submitter: ApiKey) -> list[int]:
-    """Gate and insert `items`; return their ids in order. Does not commit."""
+def store_results(
+    session: Session, items: Sequence[ResultIn], submitter: ApiKey
+) -> list[ResultOutcome]:
+    """Gate and insert `items` in the caller's transaction; their outcomes, in order."""
     gpus, workloads = _resolve(session, items)
     now = utcnow()
     rows: list[dict[str, Any]] = []
     for item in items:
         gpu, workload = gpus[item.gpu], workloads[item.workload]
-        physically_possible = not exceeds_peak(
+        possible = not exceeds_peak(
             item.value, workload.flops_per_unit, item.gpu_count, peak_rates(gpu), item.precision
         )
         rows.append(
@@ -118,112 +112,21 @@ def store_results(session: Session, items: Sequence[ResultIn], submitter: ApiKey
                 **item.model_dump(exclude={"gpu", "workload"}),
                 "gpu_id": gpu.id,
                 "workload_id": workload.id,
-                "status": "accepted" if physically_possible else "rejected",
-                "reason": None if physically_possible else "exceeds_peak",
+                "status": "accepted" if possible else "rejected",
+                "reason": None if possible else "exceeds_peak",
                 "status_locked": False,
                 "submitter_id": submitter.id,
                 "created_at": now,
                 "updated_at": now,
             }
         )
-    ids = cast(list[int], list(session.scalars(insert(Result).returning(col(Result.id)), rows)))
-    touched = {
-        (row["gpu_id"], row["workload_id"], row["precision"], row["gpu_count"])
-        for row in rows
-        if row["status"] != "rejected"
-    }
-    refresh_groups(session, touched)
-    return ids
-
-
-def refresh_groups(session: Session, groups: Iterable[GroupKey]) -> None:
-    """Re-run the statistics gate on whole groups and rewrite their aggregates.
-
-    Rows an admin set by hand (status_locked) keep their status but still count in the group's
-    statistics when their status is one of STATS_STATUSES.
-    """
-    groups = sorted(set(groups))
-    if not groups:
-        return
-    lock_keys(session, (f"result-group:{g[0]}:{g[1]}:{g[2]}:{g[3]}" for g in groups))
-    group_cols = [col(c) for c in (Result.gpu_id, Result.workload_id, Result.precision)]
-    group_cols.append(col(Result.gpu_count))
-    selected = [col(Result.id), col(Result.value), col(Result.status), col(Result.status_locked)]
-    query = sa_select(*selected, *group_cols).where(
-        tuple_(*group_cols).in_(groups), col(Result.status).in_(STATS_STATUSES)
-    )
-    members: dict[GroupKey, list[tuple[int, float, str, bool]]] = defaultdict(list)
-    for rid, value, status, locked, gpu_id, workload_id, precision, gpu_count in session.execute(
-        query
-    ):
-        members[(gpu_id, workload_id, precision, gpu_count)].append((rid, value, status, locked))
-
-    to_accept: list[int] = []
-    to_flag: list[dict[str, Any]] = []
-    now = utcnow()
-    for group in groups:
-        rows = members.get(group, [])
-        flags = outlier_flags([value for _, value, _, _ in rows])
-        for (rid, _value, status, locked), z in zip(rows, flags, strict=True):
-            if locked:
-                continue
-            if z is None and status == "outlier":
-                to_accept.append(rid)
-            elif z is not None:
-                to_flag.append({"rid": rid, "reason": f"modified_z={z:+.1f}"})
-        _write_aggregate(session, group, rows, flags)
-
-    if to_accept:
-        session.execute(
-            update(Result)
-            .where(col(Result.id).in_(to_accept))
-            .values(status="accepted", reason=None, updated_at=now)
-        )
-    if to_flag:
-        # executemany: one statement, one parameter set per flagged row
-        session.connection().execute(
-            update(RESULT_TABLE)
-            .where(RESULT_TABLE.c.id == bindparam("rid"))
-            .values(status="outlier", reason=bindparam("reason"), updated_at=now),
-            to_flag,
-        )
-
-
-def _write_aggregate(
-    session: Session,
-    group: GroupKey,
-    rows: list[tuple[int, float, str, bool]],
-    flags: list[float | None],
-) -> None:
-    kept = [
-        value
-        for (_rid, value, status, locked), z in zip(rows, flags, strict=True)
-        if (status in AGGREGATE_STATUSES if locked else z is None)
+    by_group: dict[GroupKey, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["status"] != "rejected":
+            by_group[group_key(row)].append(row)
+    evaluate(session, by_group)
+    ids = insert_returning_ids(session, RESULT_TABLE, rows)
+    return [
+        ResultOutcome(id=rid, status=row["status"], reason=row["reason"])
+        for rid, row in zip(ids, rows, strict=True)
     ]
-    gpu_id, workload_id, precision, gpu_count = group
-    if not kept:
-        session.execute(
-            delete(Aggregate).where(
-                col(Aggregate.gpu_id) == gpu_id,
-                col(Aggregate.workload_id) == workload_id,
-                col(Aggregate.precision) == precision,
-                col(Aggregate.gpu_count) == gpu_count,
-            )
-        )
-        return
-    summary = summarize(kept)
-    upsert(
-        session,
-        AGGREGATE_TABLE,
-        {
-            "gpu_id": gpu_id,
-            "workload_id": workload_id,
-            "precision": precision,
-            "gpu_count": gpu_count,
-            "median": summary.median,
-            "n": summary.n,
-            "mad": summary.mad,
-            "updated_at": utcnow(),
-        },
-        keys=["gpu_id", "workload_id", "precision", "gpu_count"],
-    )

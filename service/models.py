@@ -162,6 +162,10 @@ class IdempotencyRecord(SQLModel, table=True):
 
 
 class Aggregate(SQLModel, table=True):
+    """Per result group: the public figures (median, n, MAD of accepted + verified results) and
+    the statistics gate's state (robust stats of every result that shapes the group, and the
+    group size at its last full re-evaluation)."""
+
     __table_args__ = (
         sa.UniqueConstraint("gpu_id", "workload_id", "precision", "gpu_count", name="uq_aggregate"),
     )
@@ -174,6 +178,11 @@ class Aggregate(SQLModel, table=True):
     median: float
     n: int
     mad: float
+    stats_n: int = 0
+    stats_median: float = 0.0
+    stats_mad: float = 0.0
+    stats_mean_ad: float = 0.0
+    evaluated_n: int = 0
     updated_at: datetime = timestamp_field()
 
 

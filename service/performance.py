@@ -112,7 +112,9 @@ def build_snapshot(
     measured_multi: dict[tuple[str, int], est.Measurement] = {}
     aggregates = session.exec(
         select(Aggregate).where(
-            Aggregate.workload_id == workload.id, Aggregate.precision == precision
+            Aggregate.workload_id == workload.id,
+            Aggregate.precision == precision,
+            Aggregate.n > 0,  # a group whose every result is an outlier measures nothing
         )
     ).all()
     for agg in aggregates:

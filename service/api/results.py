@@ -15,7 +15,8 @@ from service.api.responses import AUTH, NOT_FOUND, TOO_LARGE
 from service.auth import AdminKey, SubmitterKey
 from service.db import get_write_session
 from service.errors import NotFound
-from service.ingest import BatchRejected, refresh_groups, store_results
+from service.groups import refresh_groups
+from service.ingest import BatchRejected, store_results
 from service.models import ApiKey, Gpu, Result, ResultAudit, Workload, utcnow
 from service.schemas import (
     Page,
@@ -65,14 +66,6 @@ def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
         ) from None
 
 
-def _outcomes(session: Session, ids: list[int]) -> list[ResultOutcome]:
-    rows = session.exec(
-        select(Result.id, Result.status, Result.reason).where(col(Result.id).in_(ids))
-    ).all()
-    by_id = {rid: (status, reason) for rid, status, reason in rows}
-    return [ResultOutcome(id=i, status=by_id[i][0], reason=by_id[i][1]) for i in ids]
-
-
 @router.post(
     "",
     status_code=201,
@@ -117,11 +110,10 @@ def post_results(
             )
         record = claimed
     try:
-        ids = store_results(session, items, submitter)
+        outcomes = [o.model_dump() for o in store_results(session, items, submitter)]
     except BatchRejected as exc:
         session.rollback()
         raise RequestValidationError([e.as_detail() for e in exc.errors]) from None
-    outcomes = [o.model_dump() for o in _outcomes(session, ids)]
     body: Any = {"results": outcomes} if is_batch else outcomes[0]
     if record is not None:
         record.status_code = 201

@@ -21,6 +21,16 @@ class Summary:
     mad: float
 
 
+@dataclass(frozen=True)
+class GroupStats:
+    """Robust statistics of a group: what a new value is judged against."""
+
+    n: int
+    median: float
+    mad: float
+    mean_ad: float
+
+
 def summarize(values: Sequence[float]) -> Summary:
     """Median, count and median absolute deviation (unscaled) of `values` (non-empty)."""
     arr = np.asarray(values, dtype=float)
@@ -28,17 +38,35 @@ def summarize(values: Sequence[float]) -> Summary:
     return Summary(median=median, n=len(arr), mad=float(np.median(np.abs(arr - median))))
 
 
-def modified_z_scores(values: Sequence[float]) -> list[float]:
+def group_stats(values: Sequence[float]) -> GroupStats:
     arr = np.asarray(values, dtype=float)
-    median = np.median(arr)
-    deviations = arr - median
-    mad = float(np.median(np.abs(deviations)))
-    if mad > 0:
-        return [float(z) for z in 0.6745 * deviations / mad]
-    mean_ad = float(np.mean(np.abs(deviations)))
-    if mean_ad > 0:
-        return [float(z) for z in deviations / (1.253314 * mean_ad)]
-    return [0.0] * len(arr)
+    if arr.size == 0:
+        return GroupStats(0, 0.0, 0.0, 0.0)
+    median = float(np.median(arr))
+    deviations = np.abs(arr - median)
+    return GroupStats(len(arr), median, float(np.median(deviations)), float(np.mean(deviations)))
+
+
+def z_score(value: float, stats: GroupStats) -> float:
+    deviation = value - stats.median
+    if stats.mad > 0:
+        return 0.6745 * deviation / stats.mad
+    if stats.mean_ad > 0:
+        return deviation / (1.253314 * stats.mean_ad)
+    return 0.0
+
+
+def modified_z_scores(values: Sequence[float]) -> list[float]:
+    stats = group_stats(values)
+    return [z_score(v, stats) for v in values]
+
+
+def flag(value: float, stats: GroupStats) -> float | None:
+    """The value's modified z-score if it is an outlier of a group with `stats`, else None."""
+    if stats.n < MIN_GROUP_SIZE:
+        return None
+    z = z_score(value, stats)
+    return z if abs(z) > THRESHOLD else None
 
 
 def outlier_flags(values: Sequence[float]) -> list[float | None]:
@@ -46,6 +74,5 @@ def outlier_flags(values: Sequence[float]) -> list[float | None]:
 
     Groups smaller than MIN_GROUP_SIZE flag nothing: too few points to call anything unusual.
     """
-    if len(values) < MIN_GROUP_SIZE:
-        return [None] * len(values)
-    return [z if abs(z) > THRESHOLD else None for z in modified_z_scores(values)]
+    stats = group_stats(values)
+    return [flag(v, stats) for v in values]

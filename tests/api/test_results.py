@@ -3,6 +3,7 @@ idempotency and aggregates."""
 
 import json
 import math
+import statistics
 
 import pytest
 from sqlmodel import Session, func, select
@@ -390,3 +391,33 @@ def test_admin_catalog_writes(client, keys):
     assert bad_price.status_code == 422
     listed = client.get("/prices", params={"gpu": "nvidia-rtx-4090"}).json()["items"]
     assert [p["source"] for p in listed] == ["example-shop", "msrp"]
+
+
+def test_large_groups_judge_new_results_on_stored_stats_and_refresh_as_they_grow(
+    client, keys, db
+):
+    from service.groups import FULL_PASS_BELOW, REEVALUATE_GROWTH
+
+    base = [1400.0 + (i % 21) * 10 for i in range(100)]  # 1400..1600
+    assert len(base) >= FULL_PASS_BELOW
+    post(client, keys, {"results": [result(value=v) for v in base]})
+    first = aggregate(db)
+    assert (first.n, first.evaluated_n) == (100, 100)
+    assert first.median == pytest.approx(statistics.median(base))
+    # Between full passes: the outlier is judged on the stored statistics, counts move.
+    assert post(client, keys, result(value=3000.0)).json()["status"] == "outlier"
+    assert post(client, keys, result(value=1600.0)).json()["status"] == "accepted"
+    between = aggregate(db)
+    assert (between.n, between.stats_n, between.evaluated_n) == (101, 102, 100)
+    assert between.median == first.median
+    # Growing past REEVALUATE_GROWTH x the last pass re-evaluates the whole group exactly.
+    more = [1700.0] * int(100 * (REEVALUATE_GROWTH - 1) + 1)
+    post(client, keys, {"results": [result(value=v) for v in more]})
+    after = aggregate(db)
+    accepted = [
+        r["value"]
+        for r in client.get("/results", params={"status": "accepted", "limit": 500}).json()["items"]
+    ]
+    assert after.evaluated_n == after.stats_n == 102 + len(more)
+    assert after.n == len(accepted)
+    assert after.median == pytest.approx(statistics.median(accepted))

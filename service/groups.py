@@ -1,0 +1,188 @@
+"""Re-evaluating result groups: the statistics gate's statuses and the group aggregates.
+
+A group is (gpu, workload, precision, gpu_count). Writers lock the groups they touch, then:
+
+- small groups (under FULL_PASS_BELOW results) and groups that grew by REEVALUATE_GROWTH since
+  their last full pass are re-evaluated whole: every result's status is decided again from the
+  group's median and MAD, and the aggregate is recomputed exactly;
+- other groups judge the new results against the stored statistics of their last full pass,
+  and only the counts move.
+
+So a batch costs O(batch) plus, amortized, about 1 / (REEVALUATE_GROWTH - 1) = 4 row reads per
+new result, instead of re-reading every large group on every write.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Table, and_, bindparam, tuple_, update
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, SQLModel
+
+from service.db import lock_keys, upsert_many
+from service.domain.outliers import GroupStats, flag, group_stats, summarize
+from service.models import utcnow
+
+GroupKey = tuple[int, int, str, int]  # gpu_id, workload_id, precision, gpu_count
+GROUP_COLUMNS = ("gpu_id", "workload_id", "precision", "gpu_count")
+STATS_STATUSES = ("accepted", "outlier", "verified")  # values that shape a group's statistics
+AGGREGATE_STATUSES = ("accepted", "verified")  # values that feed medians and rankings
+FULL_PASS_BELOW = 64
+REEVALUATE_GROWTH = 1.25
+RESULT_TABLE: Table = SQLModel.metadata.tables["result"]
+AGGREGATE_TABLE: Table = SQLModel.metadata.tables["aggregate"]
+
+
+@dataclass
+class Member:
+    id: int
+    value: float
+    status: str
+    locked: bool
+
+
+def group_key(row: Mapping[str, Any] | Any) -> GroupKey:
+    return (row["gpu_id"], row["workload_id"], row["precision"], row["gpu_count"])
+
+
+def _lock(session: Session, groups: Iterable[GroupKey]) -> None:
+    lock_keys(session, ("result-group:{}:{}:{}:{}".format(*g) for g in groups))
+
+
+def _exact_groups(table: Table, groups: list[GroupKey]) -> Any:
+    return tuple_(*(table.c[c] for c in GROUP_COLUMNS)).in_(groups)
+
+
+def _around_groups(table: Table, groups: list[GroupKey]) -> Any:
+    """A superset of the groups' rows, cheap to compile: callers keep only exact matches.
+    Right for the small aggregate table; raw results use the exact (row-value IN) filter."""
+    return and_(
+        table.c.gpu_id.in_({g[0] for g in groups}),
+        table.c.workload_id.in_({g[1] for g in groups}),
+        table.c.precision.in_({g[2] for g in groups}),
+        table.c.gpu_count.in_({g[3] for g in groups}),
+    )
+
+
+def _stored(session: Session, groups: list[GroupKey]) -> dict[GroupKey, Any]:
+    rows = session.execute(
+        sa_select(AGGREGATE_TABLE).where(_around_groups(AGGREGATE_TABLE, groups))
+    )
+    wanted = set(groups)
+    return {k: row for row in rows if (k := group_key(row._mapping)) in wanted}
+
+
+def _members(session: Session, groups: list[GroupKey]) -> dict[GroupKey, list[Member]]:
+    if not groups:
+        return {}
+    t = RESULT_TABLE
+    query = sa_select(
+        t.c.id, t.c.value, t.c.status, t.c.status_locked, *(t.c[c] for c in GROUP_COLUMNS)
+    ).where(_exact_groups(t, groups), t.c.status.in_(STATS_STATUSES))
+    out: dict[GroupKey, list[Member]] = defaultdict(list)
+    for rid, value, status, locked, *key in session.execute(query).all():
+        out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked))
+    return out
+
+
+def _needs_full_pass(stored: Any, new_count: int) -> bool:
+    if stored is None:
+        return True
+    total = stored.stats_n + new_count
+    return total < FULL_PASS_BELOW or total >= REEVALUATE_GROWTH * stored.evaluated_n
+
+
+def _judge(row: dict[str, Any], stats: GroupStats) -> None:
+    z = flag(row["value"], stats)
+    row["status"], row["reason"] = ("outlier", f"modified_z={z:+.1f}") if z else ("accepted", None)
+
+
+def evaluate(
+    session: Session, new_by_group: Mapping[GroupKey, list[dict[str, Any]]], force: bool = False
+) -> None:
+    """Set the status of each new (not yet inserted) row and bring the groups up to date.
+
+    Rows an admin set by hand (status_locked) keep their status, but count in the statistics
+    when it is one of STATS_STATUSES.
+    """
+    groups = sorted(new_by_group)
+    if not groups:
+        return
+    _lock(session, groups)
+    stored = _stored(session, groups)
+    full = [g for g in groups if force or _needs_full_pass(stored.get(g), len(new_by_group[g]))]
+    full_set = set(full)
+    members = _members(session, full)
+    now = utcnow()
+    aggregates: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    for group in groups:
+        new_rows = new_by_group[group]
+        if group in full_set:
+            old = members.get(group, [])
+            stats = group_stats([m.value for m in old] + [r["value"] for r in new_rows])
+            kept: list[float] = []
+            for m in old:
+                status = m.status
+                if not m.locked:
+                    z = flag(m.value, stats)
+                    status = "outlier" if z else "accepted"
+                    if status != m.status:
+                        reason = f"modified_z={z:+.1f}" if z else None
+                        changes.append({"rid": m.id, "new_status": status, "new_reason": reason})
+                if status in AGGREGATE_STATUSES:
+                    kept.append(m.value)
+            for row in new_rows:
+                _judge(row, stats)
+                if row["status"] == "accepted":
+                    kept.append(row["value"])
+            public = summarize(kept) if kept else None
+            aggregates.append(
+                {
+                    **dict(zip(GROUP_COLUMNS, group, strict=True)),
+                    "median": public.median if public else 0.0,
+                    "n": public.n if public else 0,
+                    "mad": public.mad if public else 0.0,
+                    "stats_n": stats.n,
+                    "stats_median": stats.median,
+                    "stats_mad": stats.mad,
+                    "stats_mean_ad": stats.mean_ad,
+                    "evaluated_n": stats.n,
+                    "updated_at": now,
+                }
+            )
+        else:
+            agg = stored[group]
+            stats = GroupStats(agg.stats_n, agg.stats_median, agg.stats_mad, agg.stats_mean_ad)
+            for row in new_rows:
+                _judge(row, stats)
+            accepted = sum(r["status"] == "accepted" for r in new_rows)
+            aggregates.append(
+                {
+                    **dict(zip(GROUP_COLUMNS, group, strict=True)),
+                    "median": agg.median,
+                    "n": agg.n + accepted,
+                    "mad": agg.mad,
+                    "stats_n": agg.stats_n + len(new_rows),
+                    "stats_median": agg.stats_median,
+                    "stats_mad": agg.stats_mad,
+                    "stats_mean_ad": agg.stats_mean_ad,
+                    "evaluated_n": agg.evaluated_n,
+                    "updated_at": now,
+                }
+            )
+    if changes:
+        session.execute(
+            update(RESULT_TABLE)
+            .where(RESULT_TABLE.c.id == bindparam("rid"))
+            .values(status=bindparam("new_status"), reason=bindparam("new_reason"), updated_at=now),
+            changes,
+        )
+    upsert_many(session, AGGREGATE_TABLE, aggregates, list(GROUP_COLUMNS))
+
+
+def refresh_groups(session: Session, groups: Iterable[GroupKey]) -> None:
+    """Re-evaluate whole groups now (after an admin changed a status by hand)."""
+    evaluate(session, {g: [] for g in groups}, force=True)
