@@ -393,9 +393,7 @@ def test_admin_catalog_writes(client, keys):
     assert [p["source"] for p in listed] == ["example-shop", "msrp"]
 
 
-def test_large_groups_judge_new_results_on_stored_stats_and_refresh_as_they_grow(
-    client, keys, db
-):
+def test_large_groups_judge_new_results_on_stored_stats_and_refresh_as_they_grow(client, keys, db):
     from service.groups import FULL_PASS_BELOW, REEVALUATE_GROWTH
 
     base = [1400.0 + (i % 21) * 10 for i in range(100)]  # 1400..1600

@@ -21,5 +21,12 @@ def test_migrate_seed_serve_answers_gpu_specs(tmp_path):
             gpu = httpx.get(f"{base}/gpus/nvidia-rtx-4090").json()
             assert gpu["slug"] == "nvidia-rtx-4090" and gpu["memory_gb"] == 24
             assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
+            table = run_cli(url, "recommend", "--budget", "800", "--server", base).stdout
+            lines = table.splitlines()
+            assert lines[0].startswith("llm-train (bf16), budget $800")
+            assert lines[1].split()[:3] == ["#", "GPUs", "total"]
+            assert lines[2].startswith("1  nvidia-") and "why #1: Most throughput" in table
+            none = run_cli(url, "recommend", "--budget", "40", "--server", base).stdout
+            assert "no configuration fits" in none and "cheapest" in none
     finally:
         drop_database(url)
