@@ -200,5 +200,23 @@ def render_recommendations(body: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@app.command()
+def agent(
+    server: str = typer.Option(..., help="gpu-advisor base URL."),
+    token: str = typer.Option(..., envvar="GPU_ADVISOR_HOST_TOKEN", help="Host token."),
+    device: str = typer.Option("cuda", help="cuda | cpu"),
+    once: bool = typer.Option(False, help="One heartbeat/claim/run cycle, then exit."),
+    quick: bool = typer.Option(False, help="A shorter sweep (fewer shapes and repeats)."),
+) -> None:
+    """Run the calibration agent: heartbeat, claim due jobs, measure, report."""
+    from service.calibration import agent as agent_loop
+
+    if device not in ("cuda", "cpu"):
+        raise typer.BadParameter("device must be cuda or cpu", param_hint="--device")
+    raise typer.Exit(
+        agent_loop.main(server, token, "cuda" if device == "cuda" else "cpu", once, quick)
+    )
+
+
 if __name__ == "__main__":
     app()

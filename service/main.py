@@ -8,8 +8,11 @@ from fastapi import FastAPI
 from service import __version__
 from service.api import (
     admin_catalog,
+    agent,
+    calibrations,
     gpus,
     health,
+    hosts,
     keys,
     rankings,
     recommend,
@@ -46,6 +49,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(InvalidateOnWrite, cache=app.state.snapshots)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    for module in (health, gpus, workloads, rankings, recommend, admin_catalog, results, keys):
+    routers = (
+        health,
+        gpus,
+        workloads,
+        rankings,
+        recommend,
+        admin_catalog,
+        results,
+        keys,
+        hosts,
+        agent,
+        calibrations,
+    )
+    for module in routers:
         app.include_router(module.router)
     return app

@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     calibration_interval_s: int = Field(
         86400, ge=60, description="Default interval between calibrations of a host."
     )
+    agent_poll_s: int = Field(30, ge=1, description="How often agents heartbeat and poll.")
+    host_stale_after_s: int = Field(
+        300, ge=5, description="A host silent this long shows as `stale`."
+    )
     job_lease_s: int = Field(600, ge=5, description="How long a claimed job stays leased.")
     job_max_attempts: int = Field(3, ge=1, description="Attempts before a host is `failing`.")
 

@@ -6,10 +6,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from service import crud
+from service.api.calibrations import latest_for_gpu
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import SessionDep
 from service.api.pagination import decode_cursor, encode_cursor
-from service.schemas import GpuRead, Market, Page, Problem, Vendor
+from service.schemas import GpuDetail, GpuRead, Market, Page, Problem, Vendor
 
 router = APIRouter(prefix="/gpus", tags=["gpus"])
 CSV_COLUMNS = columns_for(GpuRead)
@@ -44,6 +45,11 @@ def list_gpus(
     return Page[GpuRead](items=items, next_cursor=next_cursor)
 
 
-@router.get("/{slug}", response_model=GpuRead, responses={404: {"model": Problem}})
-def get_gpu(slug: str, session: SessionDep) -> GpuRead:
-    return GpuRead.model_validate(crud.gpu_by_slug(session, slug))
+@router.get("/{slug}", response_model=GpuDetail, responses={404: {"model": Problem}})
+def get_gpu(slug: str, session: SessionDep) -> GpuDetail:
+    gpu = crud.gpu_by_slug(session, slug)
+    assert gpu.id is not None
+    read = GpuRead.model_validate(gpu)
+    return GpuDetail.model_validate(
+        {**read.model_dump(), "calibration": latest_for_gpu(session, gpu.id)}
+    )

@@ -13,3 +13,5 @@ AUTH: Responses = {
 NOT_FOUND: Responses = {404: {"model": Problem, "description": "unknown id or slug"}}
 CONFLICT: Responses = {409: {"model": Problem, "description": "already exists"}}
 TOO_LARGE: Responses = {413: {"model": Problem, "description": "body over the size limit"}}
+NO_CONTENT: Responses = {204: {"description": "nothing to do"}}
+REPEAT: Responses = {200: {"description": "a repeat: the stored answer, not stored again"}}

@@ -16,3 +16,47 @@ def suggest(query: str, choices: Iterable[str], limit: int = 3, cutoff: float = 
         score_cutoff=cutoff,
     )
     return [choice for choice, _score, _index in matches]
+
+
+def normalize(name: str) -> str:
+    return " ".join(name.lower().replace("-", " ").replace("_", " ").split())
+
+
+def map_device(
+    device_name: str,
+    memory_gb: float | None,
+    catalog: Iterable[tuple[str, Iterable[str], float]],
+) -> tuple[str | None, str]:
+    """Map a reported device name to a catalog slug: (slug or None, how or why not).
+
+    `catalog` holds (slug, names and aliases, memory_gb). An exact (normalized) name or alias
+    wins; when several GPUs share a name (RTX 4060 Ti 8 GB and 16 GB), the reported memory
+    decides. Otherwise a fuzzy match counts only when it is clearly the best (score >= 90 and
+    5 points ahead) and the memory agrees within 15%. Anything else is left unmapped and
+    reported, never guessed.
+    """
+    entries = [(slug, [normalize(n) for n in names], mem) for slug, names, mem in catalog]
+    wanted = normalize(device_name)
+    exact = [(slug, mem) for slug, names, mem in entries if wanted in names]
+    if len(exact) == 1:
+        return exact[0][0], "alias"
+    if len(exact) > 1:
+        if memory_gb is None:
+            return None, f"ambiguous name, memory unknown: {sorted(s for s, _ in exact)}"
+        slug, mem = min(exact, key=lambda e: abs(e[1] - memory_gb))
+        if abs(mem - memory_gb) <= 0.15 * mem:
+            return slug, "alias+memory"
+        return None, f"no {device_name!r} with ~{memory_gb:.0f} GB in the catalog"
+    scored = []
+    for slug, names, mem in entries:
+        score = max(fuzz.token_set_ratio(wanted, n) for n in names) if names else 0
+        scored.append((score, slug, mem))
+    scored.sort(reverse=True)
+    if not scored or scored[0][0] < 90:
+        return None, f"no catalog GPU matches {device_name!r}"
+    best, runner_up = scored[0], scored[1] if len(scored) > 1 else (0.0, "", 0.0)
+    if best[0] - runner_up[0] < 5:
+        return None, f"ambiguous: {best[1]} or {runner_up[1]}"
+    if memory_gb is not None and abs(best[2] - memory_gb) > 0.15 * best[2]:
+        return None, f"{best[1]} matches the name but not the memory ({memory_gb:.0f} GB)"
+    return best[1], "fuzzy"

@@ -360,6 +360,7 @@ def test_admin_override_is_audited_locked_and_feeds_aggregates(client, keys, db)
 def test_admin_catalog_writes(client, keys):
     admin = keys.auth(keys.admin)
     gpu = client.get("/gpus/nvidia-rtx-4090").json() | {"slug": "nvidia-rtx-4090-test"}
+    del gpu["calibration"]  # read-only detail, not part of a GPU's specs
     created = client.post("/gpus", json=gpu, headers=admin)
     assert created.status_code == 201
     assert client.post("/gpus", json=gpu, headers=admin).status_code == 409

@@ -1,0 +1,116 @@
+"""The agent protocol (host token): heartbeat, claim a job, post its result or its failure."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Response, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlmodel import Session
+
+from service import hosts as host_service
+from service.api.calibrations import calibration_read
+from service.api.deps import SettingsDep
+from service.api.responses import AUTH, CONFLICT, NO_CONTENT, NOT_FOUND, REPEAT, TOO_LARGE
+from service.db import get_write_session
+from service.errors import Conflict, NotFound
+from service.models import Gpu, Host
+from service.schemas import (
+    CalibrationRead,
+    CalibrationReport,
+    Heartbeat,
+    HostIdentity,
+    JobFailure,
+    JobRead,
+)
+
+router = APIRouter(prefix="/agent", tags=["agent"])
+WriteSession = Annotated[Session, Depends(get_write_session)]
+_bearer = HTTPBearer(auto_error=False, description="Host token: `Authorization: Bearer hst_...`")
+
+
+def current_host(
+    session: WriteSession,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Host:
+    if credentials is None:
+        raise HTTPException(401, "missing host token", headers={"WWW-Authenticate": "Bearer"})
+    host = host_service.find_host(session, credentials.credentials)
+    if host is None:
+        raise HTTPException(
+            401, "invalid or retired host token", headers={"WWW-Authenticate": "Bearer"}
+        )
+    return host
+
+
+HostDep = Annotated[Host, Depends(current_host)]
+
+
+@router.post("/heartbeat", response_model=Heartbeat, responses=AUTH | TOO_LARGE)
+def heartbeat(
+    identity: HostIdentity, host: HostDep, session: WriteSession, settings: SettingsDep
+) -> Heartbeat:
+    job = host_service.heartbeat(session, host, identity, host_service.now_utc())
+    session.commit()
+    assert host.id is not None
+    return Heartbeat(
+        host_id=host.id,
+        state=host.state,
+        job_due=job is not None,
+        poll_interval_s=settings.agent_poll_s,
+    )
+
+
+@router.post(
+    "/jobs/claim",
+    response_model=JobRead,
+    responses=NO_CONTENT | AUTH,
+)
+def claim(host: HostDep, session: WriteSession, settings: SettingsDep) -> JobRead | Response:
+    job = host_service.claim(
+        session, host, host_service.now_utc(), settings.job_lease_s, settings.job_max_attempts
+    )
+    session.commit()
+    if job is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return JobRead.model_validate(job)
+
+
+@router.post(
+    "/jobs/{job_id}/result",
+    response_model=CalibrationRead,
+    status_code=status.HTTP_201_CREATED,
+    responses=REPEAT | CONFLICT | AUTH | NOT_FOUND | TOO_LARGE,
+)
+def post_result(
+    job_id: int,
+    report: CalibrationReport,
+    host: HostDep,
+    session: WriteSession,
+    response: Response,
+) -> CalibrationRead:
+    try:
+        calibration, created = host_service.complete(
+            session, host, job_id, report, host_service.now_utc()
+        )
+    except host_service.JobNotFound:
+        raise NotFound(f"no job {job_id} for this host") from None
+    except host_service.JobClosed:
+        raise Conflict(f"job {job_id} already failed; its result is not wanted") from None
+    session.commit()
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    gpu = session.get(Gpu, calibration.gpu_id) if calibration.gpu_id else None
+    return calibration_read(calibration, host.name, gpu.slug if gpu else None)
+
+
+@router.post("/jobs/{job_id}/fail", response_model=JobRead, responses=AUTH | NOT_FOUND)
+def post_failure(
+    job_id: int, failure: JobFailure, host: HostDep, session: WriteSession, settings: SettingsDep
+) -> JobRead:
+    try:
+        job = host_service.fail(
+            session, host, job_id, failure.error, host_service.now_utc(), settings.job_max_attempts
+        )
+    except host_service.JobNotFound:
+        raise NotFound(f"no job {job_id} for this host") from None
+    session.commit()
+    return JobRead.model_validate(job)

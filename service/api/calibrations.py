@@ -1,0 +1,66 @@
+"""GET /calibrations: every stored calibration run, newest first, with its verdict."""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from sqlmodel import Session, col, select
+
+from service.api.deps import SessionDep
+from service.api.pagination import decode_cursor, encode_cursor
+from service.models import Calibration, Gpu, Host
+from service.schemas import CalibrationRead, Page
+
+router = APIRouter(tags=["calibration"])
+
+
+def calibration_read(calibration: Calibration, host: str, gpu: str | None) -> CalibrationRead:
+    stats = calibration.stats or {}
+    return CalibrationRead.model_validate(
+        {
+            **calibration.model_dump(),
+            "host": host,
+            "gpu": gpu,
+            "efficiency": stats.get("efficiency", {}),
+            "noise": stats.get("noise"),
+        }
+    )
+
+
+def calibration_query() -> Any:
+    return (
+        select(Calibration, Host.name, Gpu.slug)
+        .join(Host, col(Host.id) == Calibration.host_id)
+        .outerjoin(Gpu, col(Gpu.id) == Calibration.gpu_id)
+    )
+
+
+def latest_for_gpu(session: Session, gpu_id: int) -> CalibrationRead | None:
+    query = (
+        calibration_query()
+        .where(Calibration.gpu_id == gpu_id, Calibration.status == "accepted")
+        .order_by(col(Calibration.created_at).desc())
+    )
+    row = session.exec(query).first()
+    return calibration_read(*row) if row else None
+
+
+@router.get("/calibrations", response_model=Page[CalibrationRead])
+def list_calibrations(
+    session: SessionDep,
+    gpu: Annotated[str | None, Query(max_length=64)] = None,
+    host: Annotated[str | None, Query(max_length=128)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> Page[CalibrationRead]:
+    query = calibration_query().order_by(col(Calibration.id).desc())
+    if gpu is not None:
+        query = query.where(Gpu.slug == gpu)
+    if host is not None:
+        query = query.where(Host.name == host)
+    before = decode_cursor(cursor, int)
+    if before is not None:
+        query = query.where(col(Calibration.id) < before)
+    rows = session.exec(query.limit(limit + 1)).all()
+    items = [calibration_read(*row) for row in rows[:limit]]
+    next_cursor = encode_cursor(items[-1].id) if len(rows) > limit else None
+    return Page[CalibrationRead](items=items, next_cursor=next_cursor)

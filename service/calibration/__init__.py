@@ -1,0 +1,1 @@
+"""Host calibration: matmul and bandwidth microbenchmarks and the identity of the stack."""
