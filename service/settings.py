@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     host_stale_after_s: int = Field(
         300, ge=5, description="A host silent this long shows as `stale`."
     )
-    job_lease_s: int = Field(600, ge=5, description="How long a claimed job stays leased.")
+    job_lease_s: int = Field(600, ge=1, description="How long a claimed job stays leased.")
     job_max_attempts: int = Field(3, ge=1, description="Attempts before a host is `failing`.")
 
 

@@ -38,12 +38,14 @@ def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
-def running_server(database_url: str, port: int | None = None) -> Iterator[str]:
-    """`gpu-advisor serve` in a child process; yields its base URL once /healthz answers."""
+def running_server(database_url: str, port: int | None = None, **env: str) -> Iterator[str]:
+    """`gpu-advisor serve` in a child process; yields its base URL once /healthz answers.
+
+    `env` adds GPU_ADVISOR_* settings for the server (e.g. a short job lease)."""
     port = port or free_port()
     proc = subprocess.Popen(
         [*CLI, "serve", "--port", str(port)],
-        env=cli_env(database_url, GPU_ADVISOR_LOG_LEVEL="warning"),
+        env=cli_env(database_url, GPU_ADVISOR_LOG_LEVEL="warning", **env),
         cwd=ROOT,
     )
     base = f"http://127.0.0.1:{port}"
