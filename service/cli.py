@@ -13,6 +13,7 @@ from service import submit as submit_client
 from service.auth import ROLES, create_api_key, revoke_api_key
 from service.db import make_engine
 from service.models import ApiKey
+from service.observability import configure_logging
 from service.schemas import MAX_BATCH, Role
 from service.seed import seed as seed_catalog
 from service.settings import get_settings
@@ -51,6 +52,7 @@ def serve(
 ) -> None:
     """Serve the API with uvicorn."""
     settings = get_settings()
+    configure_logging(settings.log_level)
     uvicorn.run(
         "service.main:create_app",
         factory=True,
@@ -58,6 +60,9 @@ def serve(
         port=port or settings.port,
         workers=workers,
         log_level=settings.log_level.lower(),
+        log_config=None,  # keep the JSON handler configured above
+        access_log=False,  # one JSON access line per request comes from the app itself
+        timeout_graceful_shutdown=20,
     )
 
 

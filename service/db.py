@@ -44,7 +44,9 @@ def make_engine(url: str) -> Engine:
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # Enough pooled connections for the thread pool (40) so none are opened and closed per
+    # request; pre-ping keeps a restarted Postgres from surfacing as errors.
+    return create_engine(url, pool_pre_ping=True, pool_size=40, max_overflow=10)
 
 
 def write_engine(engine: Engine) -> Engine:

@@ -23,12 +23,14 @@ from service.db import make_engine
 from service.errors import install_error_handlers
 from service.middleware import BodySizeLimit, InvalidateOnWrite
 from service.migrations import head_revision
+from service.observability import Metrics, RequestContext, configure_logging
 from service.performance import SnapshotCache
 from service.settings import Settings, get_settings
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    configure_logging(settings.log_level, only_if_unconfigured=True)  # uvicorn worker processes
     engine = make_engine(settings.database_url)
 
     @asynccontextmanager
@@ -46,9 +48,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.head_revision = head_revision(settings.database_url)
     app.state.snapshots = SnapshotCache(settings.cache_ttl_s)
+    app.state.metrics = Metrics()
     install_error_handlers(app)
     app.add_middleware(InvalidateOnWrite, cache=app.state.snapshots)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer
     routers = (
         health,
         gpus,

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -157,29 +156,58 @@ def build_snapshot(
 
 
 class SnapshotCache:
-    """Per-process cache of snapshots, dropped on any local write or after `ttl_s`."""
+    """Per-process cache of snapshots, dropped on any local write or after `ttl_s`.
+
+    Rebuilds are single-flight: when an entry has expired, one caller rebuilds it while the
+    others keep serving the expired snapshot; when it was dropped by a write, callers wait for
+    the one rebuild instead of each starting their own.
+    """
 
     def __init__(self, ttl_s: float) -> None:
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
         self._generation = 0
-        self._entries: dict[Hashable, tuple[int, float, Any]] = {}
+        self._entries: dict[Hashable, tuple[int, float, Snapshot]] = {}
+        self._building: dict[Hashable, threading.Lock] = {}
 
     def invalidate(self) -> None:
         with self._lock:
             self._generation += 1
             self._entries.clear()
 
-    def get(self, key: Hashable, build: Callable[[], Snapshot]) -> Snapshot:
-        now = time.monotonic()
+    def _lookup(self, key: Hashable) -> tuple[Snapshot | None, bool]:
+        """(snapshot of the current generation or None, whether it is still fresh)."""
         with self._lock:
             entry = self._entries.get(key)
-            generation = self._generation
-        if entry is not None and entry[0] == generation and now - entry[1] < self.ttl_s:
-            snapshot: Snapshot = entry[2]
+        if entry is None:
+            return None, False
+        return entry[2], time.monotonic() - entry[1] < self.ttl_s
+
+    def fresh(self, key: Hashable) -> Snapshot | None:
+        snapshot, is_fresh = self._lookup(key)
+        return snapshot if is_fresh else None
+
+    def get(self, key: Hashable, build: Callable[[], Snapshot]) -> Snapshot:
+        """The cached snapshot, rebuilding it (once, whoever asks) when needed. Blocking."""
+        snapshot, is_fresh = self._lookup(key)
+        if snapshot is not None and is_fresh:
             return snapshot
-        snapshot = build()
         with self._lock:
-            if self._generation == generation:
-                self._entries[key] = (generation, now, snapshot)
-        return snapshot
+            key_lock = self._building.setdefault(key, threading.Lock())
+        if snapshot is not None and not key_lock.acquire(blocking=False):
+            return snapshot  # expired, and someone is already rebuilding it
+        if snapshot is None:
+            key_lock.acquire()
+        try:
+            again, is_fresh = self._lookup(key)
+            if again is not None and is_fresh:
+                return again
+            with self._lock:
+                generation = self._generation
+            built = build()
+            with self._lock:
+                if self._generation == generation:
+                    self._entries[key] = (generation, time.monotonic(), built)
+            return built
+        finally:
+            key_lock.release()

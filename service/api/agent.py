@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
@@ -86,6 +86,7 @@ def post_result(
     host: HostDep,
     session: WriteSession,
     response: Response,
+    request: Request,
 ) -> CalibrationRead:
     try:
         calibration, created = host_service.complete(
@@ -96,7 +97,9 @@ def post_result(
     except host_service.JobClosed:
         raise Conflict(f"job {job_id} already failed; its result is not wanted") from None
     session.commit()
-    if not created:
+    if created:
+        request.app.state.metrics.calibrations.labels(calibration.status).inc()
+    else:
         response.status_code = status.HTTP_200_OK
     gpu = session.get(Gpu, calibration.gpu_id) if calibration.gpu_id else None
     return calibration_read(calibration, host.name, gpu.slug if gpu else None)

@@ -1,7 +1,8 @@
 """Liveness (/healthz) and readiness (/readyz: database reachable and migrated)."""
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.migrations import current_revision
@@ -13,6 +14,12 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz", response_model=Health)
 def healthz() -> Health:
     return Health(status="ok")
+
+
+@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+def metrics(request: Request) -> Response:
+    """Prometheus exposition of this process's metrics."""
+    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})

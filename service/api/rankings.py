@@ -6,11 +6,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
-from service.api.deps import SessionDep, SettingsDep
 from service.api.snapshots import snapshot_for
 from service.domain.prices import ConditionChoice
 from service.domain.recommend import Candidate
 from service.schemas import Precision, PriceInfo, RankingItem, Rankings
+from service.settings import Settings
 
 router = APIRouter(tags=["rankings"])
 CSV_COLUMNS = columns_for(RankingItem)
@@ -29,10 +29,8 @@ def price_info(candidate: Candidate) -> PriceInfo | None:
     responses={200: {"content": {"text/csv": {}}}},
     summary="Rank GPUs for a workload by throughput or throughput per dollar",
 )
-def rankings(
+async def rankings(
     request: Request,
-    session: SessionDep,
-    settings: SettingsDep,
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
     sort: Literal["performance", "perf_per_dollar"] = "performance",
@@ -40,8 +38,9 @@ def rankings(
     condition: ConditionChoice = "any",
     format: Format | None = None,
 ) -> Rankings | Response:
-    snapshot = snapshot_for(
-        request, session, workload or settings.default_workload, precision, condition
+    settings: Settings = request.app.state.settings
+    snapshot = await snapshot_for(
+        request, workload or settings.default_workload, precision, condition
     )
     min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
     rows = []

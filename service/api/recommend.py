@@ -8,13 +8,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
-from service.api.deps import SessionDep, SettingsDep
 from service.api.rankings import price_info
 from service.api.snapshots import snapshot_for
 from service.domain.prices import ConditionChoice
 from service.domain.recommend import Configuration, cheapest_fitting, why, within_budget
 from service.performance import Snapshot
 from service.schemas import Precision, Recommendation, Recommendations
+from service.settings import Settings
 
 router = APIRouter(tags=["recommend"])
 CSV_COLUMNS = columns_for(Recommendation)
@@ -69,10 +69,8 @@ def _hint(snapshot: Snapshot, budget: float, min_memory_gb: float) -> str:
     responses={200: {"content": {"text/csv": {}}}},
     summary="Best single and multi-GPU configurations for a budget and workload",
 )
-def recommend(
+async def recommend(
     request: Request,
-    session: SessionDep,
-    settings: SettingsDep,
     budget: Annotated[float, Query(gt=0, le=MAX_BUDGET, description="USD for all GPUs")],
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
@@ -90,8 +88,9 @@ def recommend(
         raise RequestValidationError(
             [{"loc": ("query", "budget"), "msg": "must be a finite number", "type": "finite"}]
         )
-    snapshot = snapshot_for(
-        request, session, workload or settings.default_workload, precision, condition
+    settings: Settings = request.app.state.settings
+    snapshot = await snapshot_for(
+        request, workload or settings.default_workload, precision, condition
     )
     min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
     ranked = snapshot.ranked_configurations(mode, framework, max_gpus)

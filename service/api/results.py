@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Header, Query
+from fastapi import APIRouter, Body, Depends, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -77,6 +77,7 @@ def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
     summary="Submit one benchmark result or a batch of up to 1000",
 )
 def post_results(
+    request: Request,
     submitter: SubmitterKey,
     session: WriteSession,
     payload: Annotated[Any, Body(include_in_schema=False)],
@@ -120,6 +121,9 @@ def post_results(
         record.response = body
         session.add(record)
     session.commit()
+    ingested = request.app.state.metrics.results
+    for outcome in outcomes:
+        ingested.labels(outcome["status"]).inc()
     return JSONResponse(body, status_code=201)
 
 

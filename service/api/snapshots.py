@@ -3,6 +3,7 @@
 from datetime import UTC, datetime
 
 from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from sqlmodel import Session, select
 
@@ -30,28 +31,31 @@ def workload_or_422(session: Session, slug: str) -> Workload:
     return workload
 
 
-def snapshot_for(
-    request: Request,
-    session: Session,
-    workload_slug: str,
-    precision: str | None,
-    condition: ConditionChoice,
+async def snapshot_for(
+    request: Request, workload_slug: str, precision: str | None, condition: ConditionChoice
 ) -> Snapshot:
-    settings: Settings = request.app.state.settings
+    """The snapshot for these parameters: from the cache without touching the database, or
+    built (once) in the thread pool with a session of its own."""
     cache: SnapshotCache = request.app.state.snapshots
-    workload = workload_or_422(session, workload_slug)
-    chosen_precision = precision or workload.precision
     today = datetime.now(UTC).date()
-    key = (workload.slug, chosen_precision, condition, today)
-    return cache.get(
-        key,
-        lambda: build_snapshot(
-            session,
-            workload,
-            chosen_precision,
-            condition,
-            settings.reference_gpu,
-            today,
-            settings.price_max_age_days,
-        ),
-    )
+    key = (workload_slug, precision, condition, today)
+    cached = cache.fresh(key)
+    if cached is not None:
+        return cached
+    settings: Settings = request.app.state.settings
+    engine = request.app.state.engine
+
+    def build() -> Snapshot:
+        with Session(engine) as session:
+            workload = workload_or_422(session, workload_slug)
+            return build_snapshot(
+                session,
+                workload,
+                precision or workload.precision,
+                condition,
+                settings.reference_gpu,
+                today,
+                settings.price_max_age_days,
+            )
+
+    return await run_in_threadpool(cache.get, key, build)

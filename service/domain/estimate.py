@@ -89,13 +89,25 @@ def predict(a: float, b: float, gpu: GpuPerf) -> float:
 
 
 def leave_one_out_log_rmse(gpus: Sequence[GpuPerf], values: Sequence[float]) -> float:
-    errors = []
-    for i in range(len(gpus)):
-        rest_g = [g for j, g in enumerate(gpus) if j != i]
-        rest_v = [v for j, v in enumerate(values) if j != i]
-        a, b = fit_shape(rest_g, rest_v)
-        errors.append(math.log(predict(a, b, gpus[i]) / values[i]))
-    return float(np.sqrt(np.mean(np.square(errors))))
+    """RMS of the log errors predicting each measured GPU from a fit on all the others.
+
+    Closed form instead of n refits: for least squares the leave-one-out residual is
+    e_i / (1 - h_ii), with leverage h_ii = 1/n + (x_i - mean x)^2 / Sxx for the line and 1/n
+    for a constant. When the full fit's shape b sits on a bound of [0, 1], b is fixed and only
+    the constant is fitted, so the constant's formula applies.
+    """
+    x = np.array([_features(g)[0] for g in gpus])
+    y = np.array([math.log(v) - _features(g)[1] for g, v in zip(gpus, values, strict=True)])
+    n = len(x)
+    a, b = fit_shape(gpus, values)
+    residuals = y - (a + b * x)
+    sxx = float(np.sum((x - x.mean()) ** 2))
+    if 0.0 < b < 1.0 and sxx > 1e-12:
+        leverage = 1.0 / n + (x - x.mean()) ** 2 / sxx
+    else:
+        leverage = np.full(n, 1.0 / n)
+    loo = residuals / np.clip(1.0 - leverage, 1e-9, None)
+    return float(np.sqrt(np.mean(np.square(loo))))
 
 
 def _band(value: float, log_error: float) -> tuple[float, float]:

@@ -44,7 +44,15 @@ def group_stats(values: Sequence[float]) -> GroupStats:
         return GroupStats(0, 0.0, 0.0, 0.0)
     median = float(np.median(arr))
     deviations = np.abs(arr - median)
-    return GroupStats(len(arr), median, float(np.median(deviations)), float(np.mean(deviations)))
+    # Spreads below float rounding of the median are rounding, not spread: call them 0.
+    noise_floor = 1e-9 * abs(median)
+    mad, mean_ad = float(np.median(deviations)), float(np.mean(deviations))
+    return GroupStats(
+        len(arr),
+        median,
+        mad if mad > noise_floor else 0.0,
+        mean_ad if mean_ad > noise_floor else 0.0,
+    )
 
 
 def z_score(value: float, stats: GroupStats) -> float:

@@ -189,3 +189,27 @@ def test_measured_multi_gpu_result_overrides_the_profile_even_above_linear():
 
 def test_unpriced_gpus_are_never_recommended():
     assert ranked([candidate("a", 100.0, None)]) == []
+
+
+def brute_force_loo(gpus, values):
+    errors = []
+    for i in range(len(gpus)):
+        rest = [j for j in range(len(gpus)) if j != i]
+        a, b = est.fit_shape([gpus[j] for j in rest], [values[j] for j in rest])
+        errors.append(math.log(est.predict(a, b, gpus[i]) / values[i]))
+    return math.sqrt(sum(e * e for e in errors) / len(errors))
+
+
+def test_closed_form_leave_one_out_equals_refitting_each_time():
+    noisy = [1.0, 1.3, 0.8, 1.1, 0.9, 1.05]
+    values = [true_value(g) * k for g, k in zip(FLEET, noisy, strict=True)]
+    assert 0 < est.fit_shape(FLEET, values)[1] < 1  # an interior fit: the line formula applies
+    assert est.leave_one_out_log_rmse(FLEET, values) == pytest.approx(
+        brute_force_loo(FLEET, values), rel=1e-9
+    )
+    # Shape clipped at the bound (bandwidth-bound data): only the constant is fitted.
+    flat = [7.0 * g.bandwidth_gbs * k for g, k in zip(FLEET, noisy, strict=True)]
+    assert est.fit_shape(FLEET, flat)[1] == 0.0
+    assert est.leave_one_out_log_rmse(FLEET, flat) == pytest.approx(
+        brute_force_loo(FLEET, flat), rel=1e-9
+    )
