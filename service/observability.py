@@ -7,6 +7,7 @@ Metrics are per process (scrape each worker, or run one worker per container).
 """
 
 import contextvars
+import itertools
 import json
 import logging
 import re
@@ -19,6 +20,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# Ids unique across processes and restarts without a syscall per request (uuid4 reads urandom).
+_ID_PREFIX = uuid.uuid4().hex[:12]
+_ID_COUNTER = itertools.count(1)
 access_log = logging.getLogger("gpu_advisor.access")
 
 
@@ -97,7 +101,7 @@ class RequestContext:
         incoming = next(
             (v.decode("latin-1") for k, v in scope["headers"] if k == b"x-request-id"), ""
         )
-        request_id = incoming if _SANE_ID.match(incoming) else uuid.uuid4().hex
+        request_id = incoming if _SANE_ID.match(incoming) else f"{_ID_PREFIX}-{next(_ID_COUNTER):x}"
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = 500

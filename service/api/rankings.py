@@ -75,7 +75,7 @@ async def rankings(
         row.rank = rank
     if wants_csv(request, format):
         return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
-    return Rankings(
+    answer = Rankings(
         items=rows,
         workload=snapshot.workload.slug,
         precision=snapshot.precision,
@@ -83,3 +83,5 @@ async def rankings(
         sort=sort,
         reference_gpu=settings.reference_gpu,
     )
+    # Built and validated above: serialize once, skipping FastAPI's second validation pass.
+    return Response(answer.model_dump_json(), media_type="application/json")
