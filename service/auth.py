@@ -15,6 +15,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session, select
 
+from service import ratelimit
 from service.db import get_session
 from service.models import ApiKey, utcnow
 
@@ -95,6 +96,18 @@ def require_role(role: Role) -> object:
             raise _unauthorized("invalid or revoked API key")
         if role not in ROLE_GRANTS.get(key.role, set()):
             raise HTTPException(403, detail=f"this endpoint needs the '{role}' role")
+        settings = request.app.state.settings
+        if request.method not in ("GET", "HEAD") and settings.write_rate_limit and key.id:
+            retry_after = ratelimit.hit(
+                request.app.state.engine, key.id, settings.write_rate_limit, settings.rate_window_s
+            )
+            if retry_after:
+                raise HTTPException(
+                    429,
+                    detail=f"more than {settings.write_rate_limit} writes in "
+                    f"{settings.rate_window_s} s for this key; retry later",
+                    headers={"Retry-After": str(retry_after)},
+                )
         request.state.api_key_id = key.id
         return key
 

@@ -25,6 +25,7 @@ from service.middleware import BodySizeLimit, InvalidateOnWrite
 from service.migrations import head_revision
 from service.observability import Metrics, RequestContext, configure_logging
 from service.performance import SnapshotCache
+from service.schemas import Problem
 from service.settings import Settings, get_settings
 
 
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Which GPU(s) to buy for deep learning, for a budget and a workload.",
         lifespan=lifespan,
+        responses={503: {"model": Problem, "description": "database unavailable; see Retry-After"}},
     )
     app.state.settings = settings
     app.state.engine = engine

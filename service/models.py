@@ -250,3 +250,13 @@ class Calibration(SQLModel, table=True):
     status: str = Field(default="accepted", max_length=16)
     reason: str | None = Field(default=None, max_length=256)
     created_at: datetime = timestamp_field()
+
+
+class RateLimit(SQLModel, table=True):
+    """Writes per API key per fixed window; in the database so every process sees one count."""
+
+    __tablename__ = "rate_limit"
+
+    api_key_id: int = Field(foreign_key="api_key.id", ondelete="CASCADE", primary_key=True)
+    window_start: int = Field(primary_key=True, description="in windows since the epoch")
+    count: int = 0

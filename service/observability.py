@@ -101,7 +101,8 @@ class RequestContext:
         incoming = next(
             (v.decode("latin-1") for k, v in scope["headers"] if k == b"x-request-id"), ""
         )
-        request_id = incoming if _SANE_ID.match(incoming) else f"{_ID_PREFIX}-{next(_ID_COUNTER):x}"
+        sane = _SANE_ID.match(incoming)
+        request_id = incoming if sane else f"{_ID_PREFIX}-{next(_ID_COUNTER):x}"
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = 500
@@ -125,6 +126,7 @@ class RequestContext:
                 "request",
                 extra={
                     "fields": {
+                        "request_id": request_id,
                         "method": scope["method"],
                         "path": scope["path"],
                         "route": route,

@@ -17,6 +17,10 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535, description="Port `gpu-advisor serve` listens on.")
     log_level: str = Field("info", description="Python log level name.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Larger request bodies get 413.")
+    write_rate_limit: int = Field(
+        600, ge=0, description="Writes per API key per rate window; 0 turns the limit off."
+    )
+    rate_window_s: int = Field(60, ge=1, description="Length of the rate-limit window.")
     price_max_age_days: int = Field(
         3650,
         ge=1,

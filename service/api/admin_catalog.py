@@ -6,8 +6,8 @@ from fastapi import APIRouter, Query, status
 from sqlmodel import col, select
 
 from service import crud
-from service.api.deps import SessionDep
-from service.api.responses import AUTH, CONFLICT, NOT_FOUND
+from service.api.deps import SessionDep, WriteSessionDep
+from service.api.responses import CONFLICT, NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey
 from service.errors import Conflict
 from service.models import Gpu, Price, Workload, utcnow
@@ -25,11 +25,11 @@ from service.schemas import (
 from service.seed import gpu_row
 
 router = APIRouter(tags=["admin"])
-_WRITE = AUTH | NOT_FOUND | CONFLICT
+_WRITE = WRITE_AUTH | NOT_FOUND | CONFLICT | TOO_LARGE
 
 
 @router.post("/gpus", status_code=status.HTTP_201_CREATED, response_model=GpuRead, responses=_WRITE)
-def create_gpu(body: GpuCreate, _admin: AdminKey, session: SessionDep) -> GpuRead:
+def create_gpu(body: GpuCreate, _admin: AdminKey, session: WriteSessionDep) -> GpuRead:
     if session.exec(select(Gpu.id).where(Gpu.slug == body.slug)).first() is not None:
         raise Conflict(f"GPU '{body.slug}' exists; PATCH /gpus/{body.slug} to change it")
     gpu = gpu_row(body)
@@ -40,7 +40,7 @@ def create_gpu(body: GpuCreate, _admin: AdminKey, session: SessionDep) -> GpuRea
 
 
 @router.patch("/gpus/{slug}", response_model=GpuRead, responses=_WRITE)
-def update_gpu(slug: str, body: GpuUpdate, _admin: AdminKey, session: SessionDep) -> GpuRead:
+def update_gpu(slug: str, body: GpuUpdate, _admin: AdminKey, session: WriteSessionDep) -> GpuRead:
     gpu = crud.gpu_by_slug(session, slug)
     changes = body.model_dump(exclude_unset=True)
     if "aliases" in changes:
@@ -60,7 +60,9 @@ def update_gpu(slug: str, body: GpuUpdate, _admin: AdminKey, session: SessionDep
     response_model=WorkloadRead,
     responses=_WRITE,
 )
-def create_workload(body: WorkloadCreate, _admin: AdminKey, session: SessionDep) -> WorkloadRead:
+def create_workload(
+    body: WorkloadCreate, _admin: AdminKey, session: WriteSessionDep
+) -> WorkloadRead:
     if session.exec(select(Workload.id).where(Workload.slug == body.slug)).first() is not None:
         raise Conflict(f"workload '{body.slug}' exists")
     workload = Workload(**body.model_dump())
@@ -77,7 +79,7 @@ def _price_read(price: Price, gpu_slug: str) -> PriceRead:
 @router.post(
     "/prices", status_code=status.HTTP_201_CREATED, response_model=PriceRead, responses=_WRITE
 )
-def create_price(body: PriceCreate, _admin: AdminKey, session: SessionDep) -> PriceRead:
+def create_price(body: PriceCreate, _admin: AdminKey, session: WriteSessionDep) -> PriceRead:
     gpu = crud.gpu_by_slug(session, body.gpu)
     assert gpu.id is not None
     price = Price(gpu_id=gpu.id, **body.model_dump(exclude={"gpu"}))

@@ -62,7 +62,7 @@ def heartbeat(
 @router.post(
     "/jobs/claim",
     response_model=JobRead,
-    responses=NO_CONTENT | AUTH,
+    responses=NO_CONTENT | AUTH | TOO_LARGE,
 )
 def claim(host: HostDep, session: WriteSession, settings: SettingsDep) -> JobRead | Response:
     job = host_service.claim(
@@ -105,7 +105,7 @@ def post_result(
     return calibration_read(calibration, host.name, gpu.slug if gpu else None)
 
 
-@router.post("/jobs/{job_id}/fail", response_model=JobRead, responses=AUTH | NOT_FOUND)
+@router.post("/jobs/{job_id}/fail", response_model=JobRead, responses=AUTH | NOT_FOUND | TOO_LARGE)
 def post_failure(
     job_id: int, failure: JobFailure, host: HostDep, session: WriteSession, settings: SettingsDep
 ) -> JobRead:

@@ -5,10 +5,13 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlmodel import Session
 
-from service.db import get_session
+from service.db import get_session, get_write_session
 from service.settings import Settings
 
 SessionDep = Annotated[Session, Depends(get_session)]
+# Requests that write: on SQLite the transaction takes the write lock at BEGIN, so it never has
+# to upgrade a read snapshot that another writer has moved past (SQLITE_BUSY_SNAPSHOT).
+WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 
 
 def get_app_settings(request: Request) -> Settings:

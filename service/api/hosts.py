@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select
 from service import hosts as host_service
 from service.api.calibrations import calibration_query, calibration_read
 from service.api.deps import SessionDep, SettingsDep
-from service.api.responses import AUTH, CONFLICT, NOT_FOUND
+from service.api.responses import AUTH, CONFLICT, NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey
 from service.db import get_write_session
 from service.domain.due import host_state
@@ -55,7 +55,10 @@ def _host(session: Session, host_id: int) -> Host:
 
 
 @router.post(
-    "", status_code=status.HTTP_201_CREATED, response_model=HostCreated, responses=AUTH | CONFLICT
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=HostCreated,
+    responses=WRITE_AUTH | CONFLICT | TOO_LARGE,
 )
 def register(
     body: HostCreate, _admin: AdminKey, session: WriteSession, settings: SettingsDep
@@ -80,7 +83,7 @@ def list_hosts(_admin: AdminKey, session: SessionDep, settings: SettingsDep) -> 
     "/{host_id}/calibrate",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=HostRead,
-    responses=AUTH | NOT_FOUND,
+    responses=WRITE_AUTH | NOT_FOUND,
 )
 def calibrate(
     host_id: int, _admin: AdminKey, session: WriteSession, settings: SettingsDep
@@ -92,7 +95,7 @@ def calibrate(
     return host_read(session, host, now, settings)
 
 
-@router.delete("/{host_id}", response_model=HostRead, responses=AUTH | NOT_FOUND)
+@router.delete("/{host_id}", response_model=HostRead, responses=WRITE_AUTH | NOT_FOUND)
 def retire(
     host_id: int, _admin: AdminKey, session: WriteSession, settings: SettingsDep
 ) -> HostRead:

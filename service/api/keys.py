@@ -3,8 +3,8 @@
 from fastapi import APIRouter, status
 from sqlmodel import col, select
 
-from service.api.deps import SessionDep
-from service.api.responses import AUTH, NOT_FOUND
+from service.api.deps import SessionDep, WriteSessionDep
+from service.api.responses import AUTH, NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey, create_api_key, revoke_api_key
 from service.errors import NotFound
 from service.models import ApiKey
@@ -13,8 +13,13 @@ from service.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead, Page
 router = APIRouter(prefix="/keys", tags=["keys"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=ApiKeyCreated, responses=AUTH)
-def create_key(body: ApiKeyCreate, _admin: AdminKey, session: SessionDep) -> ApiKeyCreated:
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ApiKeyCreated,
+    responses=WRITE_AUTH | TOO_LARGE,
+)
+def create_key(body: ApiKeyCreate, _admin: AdminKey, session: WriteSessionDep) -> ApiKeyCreated:
     key, secret = create_api_key(session, body.name, body.role)
     return ApiKeyCreated.model_validate({**key.model_dump(), "key": secret})
 
@@ -25,8 +30,8 @@ def list_keys(_admin: AdminKey, session: SessionDep) -> Page[ApiKeyRead]:
     return Page[ApiKeyRead](items=[ApiKeyRead.model_validate(k) for k in keys])
 
 
-@router.delete("/{prefix}", response_model=ApiKeyRead, responses=AUTH | NOT_FOUND)
-def revoke_key(prefix: str, _admin: AdminKey, session: SessionDep) -> ApiKeyRead:
+@router.delete("/{prefix}", response_model=ApiKeyRead, responses=WRITE_AUTH | NOT_FOUND)
+def revoke_key(prefix: str, _admin: AdminKey, session: WriteSessionDep) -> ApiKeyRead:
     key = revoke_api_key(session, prefix)
     if key is None:
         raise NotFound(f"no API key with prefix '{prefix}'")

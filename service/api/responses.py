@@ -10,6 +10,10 @@ AUTH: Responses = {
     401: {"model": Problem, "description": "missing, invalid or revoked credentials"},
     403: {"model": Problem, "description": "the credentials lack the role"},
 }
+RATE_LIMITED: Responses = {
+    429: {"model": Problem, "description": "write rate limit exceeded; see Retry-After"}
+}
+WRITE_AUTH: Responses = AUTH | RATE_LIMITED
 NOT_FOUND: Responses = {404: {"model": Problem, "description": "unknown id or slug"}}
 CONFLICT: Responses = {409: {"model": Problem, "description": "already exists"}}
 TOO_LARGE: Responses = {413: {"model": Problem, "description": "body over the size limit"}}

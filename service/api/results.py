@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 from service import idempotency
 from service.api.deps import SessionDep
 from service.api.pagination import decode_cursor, encode_cursor
-from service.api.responses import AUTH, NOT_FOUND, TOO_LARGE
+from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey, SubmitterKey
 from service.db import get_write_session
 from service.errors import NotFound
@@ -47,7 +47,7 @@ _POST_BODY = {
         },
     }
 }
-_ERRORS = AUTH | TOO_LARGE
+_ERRORS = WRITE_AUTH | TOO_LARGE
 
 
 def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
