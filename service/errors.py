@@ -5,7 +5,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 
@@ -47,8 +47,13 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": [_clean_error(e) for e in exc.errors()]}, status_code=422)
 
 
-async def _database_unavailable(_request: Request, _exc: Exception) -> JSONResponse:
+async def _database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
     # A lost connection is the database's outage, not a bug: tell clients to retry.
+    unavailable = isinstance(exc, OperationalError | InterfaceError | PoolTimeoutError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
+    if not unavailable:
+        raise exc
     return JSONResponse(
         {"detail": "database unavailable, retry later", "suggestions": []},
         status_code=503,
@@ -59,5 +64,5 @@ async def _database_unavailable(_request: Request, _exc: Exception) -> JSONRespo
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(OperationalError, _database_unavailable)
+    app.add_exception_handler(DBAPIError, _database_unavailable)
     app.add_exception_handler(PoolTimeoutError, _database_unavailable)
