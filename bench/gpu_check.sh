@@ -28,7 +28,7 @@ cli() { "$PY" -m service.cli "$@"; }
 cli migrate >/dev/null
 cli seed
 ADMIN="$(cli keys create --name gpu-check --role admin | tail -n 1)"
-cli serve --port "$PORT" >"$WORK/server.log" 2>&1 &
+"$PY" -m service.cli serve --port "$PORT" >"$WORK/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
 for _ in $(seq 60); do

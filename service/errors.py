@@ -3,10 +3,12 @@
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
 class ApiError(Exception):
@@ -47,6 +49,16 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": [_clean_error(e) for e in exc.errors()]}, status_code=422)
 
 
+async def _http_error(request: Request, exc: Exception) -> Any:
+    """FastAPI answers 400 for a body it cannot decode (not UTF-8); to clients that is just
+    another invalid body, so it gets the same 422 as malformed JSON."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        error = {"loc": ["body"], "msg": "body is not valid UTF-8 JSON", "type": "json_invalid"}
+        return JSONResponse({"detail": [error]}, status_code=422)
+    return await http_exception_handler(request, exc)
+
+
 async def _database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
     # A lost connection is the database's outage, not a bug: tell clients to retry.
     unavailable = isinstance(exc, OperationalError | InterfaceError | PoolTimeoutError) or (
@@ -64,5 +76,6 @@ async def _database_unavailable(_request: Request, exc: Exception) -> JSONRespon
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(DBAPIError, _database_unavailable)
     app.add_exception_handler(PoolTimeoutError, _database_unavailable)

@@ -2,8 +2,11 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic.json_schema import models_json_schema
 
 from service import __version__
 from service.api import (
@@ -21,11 +24,11 @@ from service.api import (
 )
 from service.db import make_engine
 from service.errors import install_error_handlers
-from service.middleware import BodySizeLimit, InvalidateOnWrite
+from service.middleware import BodySizeLimit, InvalidateOnWrite, RejectNulInUrl
 from service.migrations import head_revision
 from service.observability import Metrics, RequestContext, configure_logging
 from service.performance import SnapshotCache
-from service.schemas import Problem
+from service.schemas import Problem, ResultBatchIn, ResultIn
 from service.settings import Settings, get_settings
 
 
@@ -54,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(InvalidateOnWrite, cache=app.state.snapshots)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RejectNulInUrl)
     app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer
     routers = (
         health,
@@ -70,4 +74,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     for module in routers:
         app.include_router(module.router)
+    app.openapi = lambda: openapi_with_body_models(app)  # type: ignore[method-assign]
     return app
+
+
+def openapi_with_body_models(app: FastAPI) -> dict[str, Any]:
+    """The generated schema plus the body models POST /results validates by hand."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        _, defs = models_json_schema(
+            [(ResultIn, "validation"), (ResultBatchIn, "validation")],
+            ref_template="#/components/schemas/{model}",
+        )
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(defs["$defs"])
+        app.openapi_schema = schema
+    return app.openapi_schema

@@ -6,6 +6,43 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
+class RejectNulInUrl:
+    """422 for a NUL (%00) in the path or query: no text column can store it, and Postgres
+    would otherwise fail the query with an error instead of a clear answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            raw = scope.get("raw_path", b"") + b"?" + scope.get("query_string", b"")
+            if b"%00" in raw or b"\x00" in raw or "\x00" in scope["path"]:
+                payload = json.dumps(
+                    {
+                        "detail": [
+                            {
+                                "loc": ["query"],
+                                "msg": "NUL characters are not allowed",
+                                "type": "nul_character",
+                            }
+                        ]
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 422,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(payload)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": payload})
+                return
+        await self.app(scope, receive, send)
+
+
 class BodySizeLimit:
     """Answer 413 for bodies over `max_bytes`, whether or not Content-Length was sent.
 

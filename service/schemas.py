@@ -4,7 +4,7 @@ import math
 from datetime import date, datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
@@ -29,6 +29,34 @@ NonNegative = Annotated[float, Field(ge=0, lt=1e12), AfterValidator(_finite)]
 T = TypeVar("T")
 
 
+def _check_text(value: Any) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("NUL characters are not allowed")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("lone surrogate characters are not allowed") from None
+    elif isinstance(value, list):
+        for item in value:
+            _check_text(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key)
+            _check_text(item)
+
+
+class Input(BaseModel):
+    """Base of every request body: text must be storable as-is in any database (Postgres
+    refuses NUL in text; UTF-8 cannot encode a lone surrogate), so such input is a 422."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        _check_text(value)
+        return value
+
+
 class Page(BaseModel, Generic[T]):
     """A page of a list; pass `next_cursor` back as `cursor` for the next page (null at the end)."""
 
@@ -43,7 +71,7 @@ class Problem(BaseModel):
     suggestions: list[str] = Field(default_factory=list)
 
 
-class GpuSpecs(BaseModel):
+class GpuSpecs(Input):
     """GPU fields as stored; tensor figures are dense (never sparse) tensor-core rates."""
 
     model_config = ConfigDict(extra="forbid")
@@ -71,7 +99,7 @@ class GpuSpecs(BaseModel):
     source: str = Field(min_length=1, max_length=1024)
 
 
-class _HasSlug(BaseModel):
+class _HasSlug(Input):
     slug: Slug
 
 
@@ -79,10 +107,28 @@ class GpuCreate(GpuSpecs, _HasSlug):
     """A new GPU (slug first in answers: bases' fields come in reverse MRO order)."""
 
 
-class GpuUpdate(BaseModel):
-    """Partial update: only the fields given change."""
+class GpuUpdate(Input):
+    """Partial update: only the fields given change; required specs cannot be set to null."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="after")
+    def _required_stay_set(self) -> "GpuUpdate":
+        required = {
+            "name",
+            "architecture",
+            "market",
+            "memory_gb",
+            "memory_bandwidth_gbs",
+            "fp32_tflops",
+            "interconnect",
+            "aliases",
+            "source",
+        }
+        nulled = sorted(f for f in self.model_fields_set & required if getattr(self, f) is None)
+        if nulled:
+            raise ValueError(f"cannot be null: {', '.join(nulled)}")
+        return self
 
     name: str | None = Field(None, min_length=1, max_length=128)
     architecture: str | None = Field(None, min_length=1, max_length=32)
@@ -115,7 +161,7 @@ class GpuRead(GpuCreate):
         return value
 
 
-class WorkloadCreate(BaseModel):
+class WorkloadCreate(Input):
     model_config = ConfigDict(extra="forbid")
 
     slug: Slug
@@ -123,7 +169,7 @@ class WorkloadCreate(BaseModel):
     unit: str = Field(min_length=1, max_length=32, description="e.g. images/s, tokens/s")
     description: str = Field("", max_length=2048)
     precision: Precision
-    flops_per_unit: Positive | None = Field(
+    flops_per_unit: Annotated[float, Field(ge=1e3, le=1e21)] | None = Field(
         None, description="Training/inference FLOPs for one unit (image, sequence, token)."
     )
     min_memory_gb: NonNegative = 0.0
@@ -145,7 +191,7 @@ class ScalingProfileRead(BaseModel):
     source: str
 
 
-class PriceCreate(BaseModel):
+class PriceCreate(Input):
     model_config = ConfigDict(extra="forbid")
 
     gpu: Slug
@@ -186,7 +232,7 @@ RESULT_STATUSES: tuple[str, ...] = ("accepted", "outlier", "rejected", "verified
 ShortText = Annotated[str, Field(min_length=1, max_length=64)]
 
 
-class ResultIn(BaseModel):
+class ResultIn(Input):
     """One benchmark result: `value` units/s (the workload's unit) on `gpu_count` GPUs."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
@@ -209,7 +255,7 @@ class ResultIn(BaseModel):
         return value.lower()
 
 
-class ResultBatchIn(BaseModel):
+class ResultBatchIn(Input):
     model_config = ConfigDict(extra="forbid")
 
     results: list[ResultIn] = Field(min_length=1, max_length=MAX_BATCH)
@@ -246,7 +292,7 @@ class ResultRead(BaseModel):
     updated_at: datetime
 
 
-class ResultPatch(BaseModel):
+class ResultPatch(Input):
     model_config = ConfigDict(extra="forbid")
 
     status: ResultStatus
@@ -258,7 +304,7 @@ class ResultPatch(BaseModel):
 Role = Literal["submitter", "admin"]
 
 
-class ApiKeyCreate(BaseModel):
+class ApiKeyCreate(Input):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=128)
@@ -365,7 +411,7 @@ Finite = Annotated[float, Field(ge=0, lt=1e9), AfterValidator(_finite)]
 MatmulDtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
 
 
-class GpuIdentity(BaseModel):
+class GpuIdentity(Input):
     """One device as the host sees it (NVML + torch on CUDA hosts, the CPU on CPU hosts)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -378,7 +424,7 @@ class GpuIdentity(BaseModel):
     torch: str | None = Field(None, max_length=64)
 
 
-class HostIdentity(BaseModel):
+class HostIdentity(Input):
     model_config = ConfigDict(extra="forbid")
 
     hostname: str = Field(min_length=1, max_length=255)
@@ -387,7 +433,7 @@ class HostIdentity(BaseModel):
     agent_version: str = Field("", max_length=32)
 
 
-class Telemetry(BaseModel):
+class Telemetry(Input):
     """Device state read just before or after a run (NVML); None where not available."""
 
     model_config = ConfigDict(extra="forbid")
@@ -398,7 +444,7 @@ class Telemetry(BaseModel):
     power_w: Finite | None = None
 
 
-class MatmulMeasurement(BaseModel):
+class MatmulMeasurement(Input):
     model_config = ConfigDict(extra="forbid")
 
     dtype: MatmulDtype
@@ -410,7 +456,7 @@ class MatmulMeasurement(BaseModel):
     tflops_iqr: Annotated[float, Field(ge=0, lt=1e6), AfterValidator(_finite)]
 
 
-class CalibrationReport(BaseModel):
+class CalibrationReport(Input):
     """What `gpu-advisor agent` measured: matmul TFLOPS per dtype and shape, bandwidths."""
 
     model_config = ConfigDict(extra="forbid")
@@ -429,7 +475,7 @@ class CalibrationReport(BaseModel):
     duration_s: Finite = 0.0
 
 
-class HostCreate(BaseModel):
+class HostCreate(Input):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -500,7 +546,7 @@ class Heartbeat(BaseModel):
     poll_interval_s: int
 
 
-class JobFailure(BaseModel):
+class JobFailure(Input):
     model_config = ConfigDict(extra="forbid")
 
     error: str = Field(min_length=1, max_length=2000)

@@ -89,7 +89,7 @@ def create_price(body: PriceCreate, _admin: AdminKey, session: WriteSessionDep) 
     return _price_read(price, gpu.slug)
 
 
-@router.get("/prices", response_model=Page[PriceRead], tags=["prices"])
+@router.get("/prices", response_model=Page[PriceRead], tags=["prices"], responses=NOT_FOUND)
 def list_prices(
     session: SessionDep,
     gpu: Annotated[str | None, Query(max_length=64)] = None,

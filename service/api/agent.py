@@ -8,7 +8,7 @@ from sqlmodel import Session
 
 from service import hosts as host_service
 from service.api.calibrations import calibration_read
-from service.api.deps import SettingsDep
+from service.api.deps import RowId, SettingsDep
 from service.api.responses import AUTH, CONFLICT, NO_CONTENT, NOT_FOUND, REPEAT, TOO_LARGE
 from service.db import get_write_session
 from service.errors import Conflict, NotFound
@@ -81,7 +81,7 @@ def claim(host: HostDep, session: WriteSession, settings: SettingsDep) -> JobRea
     responses=REPEAT | CONFLICT | AUTH | NOT_FOUND | TOO_LARGE,
 )
 def post_result(
-    job_id: int,
+    job_id: RowId,
     report: CalibrationReport,
     host: HostDep,
     session: WriteSession,
@@ -107,7 +107,7 @@ def post_result(
 
 @router.post("/jobs/{job_id}/fail", response_model=JobRead, responses=AUTH | NOT_FOUND | TOO_LARGE)
 def post_failure(
-    job_id: int, failure: JobFailure, host: HostDep, session: WriteSession, settings: SettingsDep
+    job_id: RowId, failure: JobFailure, host: HostDep, session: WriteSession, settings: SettingsDep
 ) -> JobRead:
     try:
         job = host_service.fail(

@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from sqlmodel import Session
 
 from service.db import get_session, get_write_session
@@ -20,3 +20,5 @@ def get_app_settings(request: Request) -> Settings:
 
 
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+# Row ids in paths: within a 32-bit integer column, so no id can overflow the database.
+RowId = Annotated[int, Path(ge=1, le=2**31 - 1)]

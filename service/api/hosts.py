@@ -8,7 +8,7 @@ from sqlmodel import Session, col, select
 
 from service import hosts as host_service
 from service.api.calibrations import calibration_query, calibration_read
-from service.api.deps import SessionDep, SettingsDep
+from service.api.deps import RowId, SessionDep, SettingsDep
 from service.api.responses import AUTH, CONFLICT, NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey
 from service.db import get_write_session
@@ -86,7 +86,7 @@ def list_hosts(_admin: AdminKey, session: SessionDep, settings: SettingsDep) -> 
     responses=WRITE_AUTH | NOT_FOUND,
 )
 def calibrate(
-    host_id: int, _admin: AdminKey, session: WriteSession, settings: SettingsDep
+    host_id: RowId, _admin: AdminKey, session: WriteSession, settings: SettingsDep
 ) -> HostRead:
     host = _host(session, host_id)
     now = host_service.now_utc()
@@ -97,7 +97,7 @@ def calibrate(
 
 @router.delete("/{host_id}", response_model=HostRead, responses=WRITE_AUTH | NOT_FOUND)
 def retire(
-    host_id: int, _admin: AdminKey, session: WriteSession, settings: SettingsDep
+    host_id: RowId, _admin: AdminKey, session: WriteSession, settings: SettingsDep
 ) -> HostRead:
     host = _host(session, host_id)
     now = host_service.now_utc()

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
 from service import idempotency
-from service.api.deps import SessionDep
+from service.api.deps import RowId, SessionDep
 from service.api.pagination import decode_cursor, encode_cursor
 from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey, SubmitterKey
@@ -179,7 +179,7 @@ def _one(session: Session, result_id: int) -> ResultRead:
 
 
 @router.get("/{result_id}", response_model=ResultRead, responses=NOT_FOUND)
-def get_result(result_id: int, session: SessionDep) -> ResultRead:
+def get_result(result_id: RowId, session: SessionDep) -> ResultRead:
     return _one(session, result_id)
 
 
@@ -190,7 +190,7 @@ def get_result(result_id: int, session: SessionDep) -> ResultRead:
     summary="Admin: set a result's status by hand (audited; never re-evaluated after)",
 )
 def patch_result(
-    result_id: int, change: ResultPatch, admin: AdminKey, session: WriteSession
+    result_id: RowId, change: ResultPatch, admin: AdminKey, session: WriteSession
 ) -> ResultRead:
     result = session.get(Result, result_id)
     if result is None:

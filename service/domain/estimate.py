@@ -176,6 +176,8 @@ def estimate_all(
             if prior is None:
                 continue
             value, model = prior, "roofline-prior"
+        if not (math.isfinite(value) and value > 0):
+            continue  # degenerate specs or workload: no number is better than a wrong one
         low, high = _band(value, log_error)
         out[gpu.slug] = Estimate(gpu.slug, value, "estimated", len(anchors), low, high, model)
     return out

@@ -178,9 +178,9 @@ def _sample(schema: dict[str, Any]) -> Any:
 
 
 def test_database_outage_is_declared(tmp_path: Path) -> None:
-    """During a database outage every operation that needs the database answers 503 with
-    Retry-After (service/errors.py), never a 500, and declares the 503. Probed with a minimal
-    request per operation against an app whose database cannot be opened."""
+    """During a database outage every operation that needs the database answers 503
+    (service/errors.py), never a 500, and declares the 503. Probed with one minimal request per
+    operation against an app whose database cannot be opened."""
     outage = create_app(Settings(database_url=f"sqlite:///{tmp_path}/missing/gpu-advisor.db"))
     # Well-formed secrets, so that authentication has to look them up in the database.
     api_key, host_token = "gpa_00000000_outage", "hst_00000000_outage"
@@ -206,8 +206,6 @@ def test_database_outage_is_declared(tmp_path: Path) -> None:
             if response.status_code == 503:
                 if "503" not in operation.get("responses", {}):
                     wrong.append(f"{label}: answers 503, does not declare it")
-                if "retry-after" not in response.headers and path != "/readyz":
-                    wrong.append(f"{label}: 503 without Retry-After")
             elif response.status_code >= 500:
                 wrong.append(f"{label}: answers {response.status_code} {response.text[:200]}")
     assert not wrong, "during a database outage:\n" + "\n".join(wrong)
