@@ -21,10 +21,7 @@ Run it from the repository root:
 
 import argparse
 import json
-import os
 import queue
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -52,6 +49,9 @@ from service.ingest import peak_rates
 from service.migrations import upgrade
 from service.models import Gpu, Workload
 from service.seed import seed
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.e2e.servers
+from tests.e2e import servers
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -199,48 +199,9 @@ def chunks(rows: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
 # ---- the real server ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def running_server(database_url: str, workers: int) -> Iterator[str]:
-    """`gpu-advisor serve` as a child process; yield its base URL once /healthz answers."""
-    port = free_port()
-    command = [sys.executable, "-m", "service.cli", "serve", "--port", str(port)]
-    env = os.environ | {
-        "GPU_ADVISOR_DATABASE_URL": database_url,
-        "GPU_ADVISOR_LOG_LEVEL": "warning",
-    }
-    proc = subprocess.Popen([*command, "--workers", str(workers)], env=env, cwd=ROOT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, proc)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            raise BenchError(f"server exited during start-up (exit code {proc.returncode})")
-        if time.monotonic() > deadline:
-            raise BenchError(f"server did not answer /healthz within {timeout_s:.0f} s")
-        time.sleep(0.1)
+def running_server(database_url: str, workers: int) -> Any:
+    """`gpu-advisor serve --workers N` as a child process (context manager: its base URL)."""
+    return servers.running_server(database_url, workers=workers)
 
 
 # ---- HTTP ingest -------------------------------------------------------------------------

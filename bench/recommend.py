@@ -31,11 +31,9 @@ Run it from the repository root (the scratch databases are dropped at the end, o
 import argparse
 import asyncio
 import itertools
-import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -63,6 +61,9 @@ from service.ingest import peak_rates
 from service.migrations import upgrade
 from service.models import Gpu, Price, Workload
 from service.seed import seed
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.e2e.servers
+from tests.e2e.servers import free_port, running, running_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -333,43 +334,8 @@ def build_database(url: str, results: int) -> float:
 # --- servers ---------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def running(command: list[str], probe_path: str, port: int, env: dict[str, str]) -> Iterator[str]:
-    """A server child process; yields its base URL once `probe_path` answers 200."""
-    proc = subprocess.Popen(command, env=os.environ | env, cwd=ROOT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + probe_path, timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{command} did not start (exit code {proc.poll()})")
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def service_server(database_url: str, workers: int) -> Any:
-    port = free_port()
-    command = [sys.executable, "-m", "service.cli", "serve", "--port", str(port)]
-    env = {"GPU_ADVISOR_DATABASE_URL": database_url, "GPU_ADVISOR_LOG_LEVEL": "warning"}
-    return running([*command, "--workers", str(workers)], "/healthz", port, env)
+    return running_server(database_url, workers=workers)
 
 
 def trivial_server(workers: int) -> Any:

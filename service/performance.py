@@ -156,11 +156,12 @@ def build_snapshot(
 
 
 class SnapshotCache:
-    """Per-process cache of snapshots, dropped on any local write or after `ttl_s`.
+    """Per-process cache of snapshots, made stale by any local write or after `ttl_s`.
 
-    Rebuilds are single-flight: when an entry has expired, one caller rebuilds it while the
-    others keep serving the expired snapshot; when it was dropped by a write, callers wait for
-    the one rebuild instead of each starting their own.
+    Rebuilds are single-flight: when an entry is stale, one caller rebuilds it while the others
+    keep serving the stale snapshot (for about one rebuild, ~10 ms), so a stream of writes does
+    not make every reader rebuild. A caller that finds no snapshot at all waits for the one
+    rebuild instead of starting its own.
     """
 
     def __init__(self, ttl_s: float) -> None:
@@ -173,15 +174,15 @@ class SnapshotCache:
     def invalidate(self) -> None:
         with self._lock:
             self._generation += 1
-            self._entries.clear()
 
     def _lookup(self, key: Hashable) -> tuple[Snapshot | None, bool]:
         """(snapshot of the current generation or None, whether it is still fresh)."""
         with self._lock:
             entry = self._entries.get(key)
+            generation = self._generation
         if entry is None:
             return None, False
-        return entry[2], time.monotonic() - entry[1] < self.ttl_s
+        return entry[2], entry[0] == generation and time.monotonic() - entry[1] < self.ttl_s
 
     def fresh(self, key: Hashable) -> Snapshot | None:
         snapshot, is_fresh = self._lookup(key)

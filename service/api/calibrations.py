@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 from sqlmodel import Session, col, select
 
 from service.api.deps import SessionDep
-from service.api.pagination import decode_cursor, encode_cursor
+from service.api.pagination import decode_cursor, split_page
 from service.models import Calibration, Gpu, Host
 from service.schemas import CalibrationRead, Page
 
@@ -61,6 +61,6 @@ def list_calibrations(
     if before is not None:
         query = query.where(col(Calibration.id) < before)
     rows = session.exec(query.limit(limit + 1)).all()
-    items = [calibration_read(*row) for row in rows[:limit]]
-    next_cursor = encode_cursor(items[-1].id) if len(rows) > limit else None
+    page, next_cursor = split_page(rows, limit, key=lambda row: row[0].id)
+    items = [calibration_read(*row) for row in page]
     return Page[CalibrationRead](items=items, next_cursor=next_cursor)

@@ -9,7 +9,7 @@ from service import crud
 from service.api.calibrations import latest_for_gpu
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import SessionDep
-from service.api.pagination import decode_cursor, encode_cursor
+from service.api.pagination import decode_cursor, split_page
 from service.schemas import GpuDetail, GpuRead, Market, Page, Problem, Vendor
 
 router = APIRouter(prefix="/gpus", tags=["gpus"])
@@ -36,8 +36,7 @@ def list_gpus(
         after_slug=after,
         limit=limit + 1,
     )
-    page = rows[:limit]
-    next_cursor = encode_cursor(page[-1].slug) if len(rows) > limit else None
+    page, next_cursor = split_page(rows, limit, key=lambda gpu: gpu.slug)
     items = [GpuRead.model_validate(g) for g in page]
     if wants_csv(request, format):
         headers = {"X-Next-Cursor": next_cursor} if next_cursor else None

@@ -3,11 +3,13 @@
 import base64
 import binascii
 import json
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from fastapi import HTTPException
 
 K = TypeVar("K", int, str)
+R = TypeVar("R")
 
 
 def encode_cursor(after: Any) -> str:
@@ -30,3 +32,11 @@ def decode_cursor(cursor: str | None, kind: type[K]) -> K | None:
             detail=[{"loc": ["query", "cursor"], "msg": "invalid cursor", "type": "value_error"}],
         )
     return value
+
+
+def split_page(
+    rows: Sequence[R], limit: int, key: Callable[[R], Any]
+) -> tuple[list[R], str | None]:
+    """Rows fetched with `limit + 1`: the page, and the cursor after it when there is more."""
+    page = list(rows[:limit])
+    return page, encode_cursor(key(page[-1])) if len(rows) > limit else None

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from service import idempotency
 from service.api.deps import RowId, SessionDep
-from service.api.pagination import decode_cursor, encode_cursor
+from service.api.pagination import decode_cursor, split_page
 from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey, SubmitterKey
 from service.db import get_write_session
@@ -165,9 +165,8 @@ def list_results(
     if after is not None:
         query = query.where(col(Result.id) > after)
     rows = session.exec(query.limit(limit + 1)).all()
-    page = rows[:limit]
+    page, next_cursor = split_page(rows, limit, key=lambda row: row[0].id)
     items = [_read(*row) for row in page]
-    next_cursor = encode_cursor(items[-1].id) if len(rows) > limit else None
     return Page[ResultRead](items=items, next_cursor=next_cursor)
 
 

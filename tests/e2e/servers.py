@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -38,33 +39,37 @@ def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
-def running_server(database_url: str, port: int | None = None, **env: str) -> Iterator[str]:
-    """`gpu-advisor serve` in a child process; yields its base URL once /healthz answers.
-
-    `env` adds GPU_ADVISOR_* settings for the server (e.g. a short job lease)."""
-    port = port or free_port()
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", str(port)],
-        env=cli_env(database_url, GPU_ADVISOR_LOG_LEVEL="warning", **env),
-        cwd=ROOT,
-    )
+def running(command: list[str], probe_path: str, port: int, env: dict[str, str]) -> Iterator[str]:
+    """A server child process; yields its base URL once `probe_path` answers 200, and stops
+    it (SIGTERM, then SIGKILL) afterwards. Used by the e2e tests and the benchmarks."""
+    proc = subprocess.Popen(command, env=os.environ | env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                if httpx.get(base + probe_path, timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start (exit code {proc.poll()})")
+                raise RuntimeError(f"{command} did not start (exit code {proc.poll()})")
             time.sleep(0.1)
         yield base
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def running_server(database_url: str, port: int | None = None, workers: int = 1, **env: str) -> Any:
+    """`gpu-advisor serve` in a child process (a context manager yielding its base URL).
+
+    `env` adds GPU_ADVISOR_* settings for the server (e.g. a short job lease)."""
+    port = port or free_port()
+    command = [*CLI, "serve", "--port", str(port), "--workers", str(workers)]
+    settings = {"GPU_ADVISOR_DATABASE_URL": database_url, "GPU_ADVISOR_LOG_LEVEL": "warning"}
+    return running(command, "/healthz", port, settings | env)
