@@ -7,6 +7,7 @@ Postgres: writers that must not interleave on one key take a transaction-scoped 
 """
 
 import hashlib
+import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -15,9 +16,11 @@ from sqlalchemy import event, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, create_engine
 
 SQLITE_BEGIN_OPTION = "sqlite_begin"
+log = logging.getLogger(__name__)
 
 
 def is_sqlite(url: str) -> bool:
@@ -56,16 +59,28 @@ def write_engine(engine: Engine) -> Engine:
     return engine
 
 
+def _session(engine: Engine) -> Iterator[Session]:
+    session = Session(engine)
+    try:
+        yield session
+    finally:
+        # Closing rolls back whatever is left open. If the database went away meanwhile, that
+        # rollback fails; the connection is already invalidated, and the answer may already be
+        # on its way, so a failed close must not turn into a broken response.
+        try:
+            session.close()
+        except DBAPIError:
+            log.warning("closing a session on a lost database connection failed", exc_info=True)
+
+
 def get_session(request: Request) -> Iterator[Session]:
     """FastAPI dependency: one read session per request on the app's engine."""
-    with Session(request.app.state.engine) as session:
-        yield session
+    yield from _session(request.app.state.engine)
 
 
 def get_write_session(request: Request) -> Iterator[Session]:
     """FastAPI dependency: a session for requests that write (BEGIN IMMEDIATE on SQLite)."""
-    with Session(write_engine(request.app.state.engine)) as session:
-        yield session
+    yield from _session(write_engine(request.app.state.engine))
 
 
 def lock_keys(session: Session, keys: Iterable[str]) -> None:
