@@ -74,15 +74,34 @@ def _stored(session: Session, groups: list[GroupKey]) -> dict[GroupKey, Any]:
     return {k: row for row in rows if (k := group_key(row._mapping)) in wanted}
 
 
+# Postgres: the groups travel as four arrays (one parameter each), so the statement text is
+# the same for every batch and psycopg parses it once, however many groups there are.
+_MEMBERS_PG = (
+    "SELECT r.id, r.value, r.status, r.status_locked, r.gpu_id, r.workload_id, r.precision,"
+    " r.gpu_count FROM result AS r JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
+    " AS g(gpu_id, workload_id, precision, gpu_count) USING (gpu_id, workload_id, precision,"
+    " gpu_count) WHERE r.status = ANY(%s)"
+)
+
+
 def _members(session: Session, groups: list[GroupKey]) -> dict[GroupKey, list[Member]]:
+    """Every result that shapes the statistics of `groups`, by group."""
     if not groups:
         return {}
-    t = RESULT_TABLE
-    query = sa_select(
-        t.c.id, t.c.value, t.c.status, t.c.status_locked, *(t.c[c] for c in GROUP_COLUMNS)
-    ).where(_exact_groups(t, groups), t.c.status.in_(STATS_STATUSES))
+    if session.get_bind().dialect.name == "postgresql":
+        raw: Any = session.connection().connection.driver_connection
+        with raw.cursor() as cursor:
+            columns = [list(c) for c in zip(*groups, strict=True)]
+            cursor.execute(_MEMBERS_PG, [*columns, list(STATS_STATUSES)])
+            rows = cursor.fetchall()
+    else:
+        t = RESULT_TABLE
+        query = sa_select(
+            t.c.id, t.c.value, t.c.status, t.c.status_locked, *(t.c[c] for c in GROUP_COLUMNS)
+        ).where(_exact_groups(t, groups), t.c.status.in_(STATS_STATUSES))
+        rows = session.execute(query).all()
     out: dict[GroupKey, list[Member]] = defaultdict(list)
-    for rid, value, status, locked, *key in session.execute(query).all():
+    for rid, value, status, locked, *key in rows:
         out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked))
     return out
 

@@ -101,11 +101,12 @@ def store_results(
     """Gate and insert `items` in the caller's transaction; their outcomes, in order."""
     gpus, workloads = _resolve(session, items)
     now = utcnow()
+    rates = {slug: peak_rates(gpu) for slug, gpu in gpus.items()}
     rows: list[dict[str, Any]] = []
     for item in items:
         gpu, workload = gpus[item.gpu], workloads[item.workload]
         possible = not exceeds_peak(
-            item.value, workload.flops_per_unit, item.gpu_count, peak_rates(gpu), item.precision
+            item.value, workload.flops_per_unit, item.gpu_count, rates[item.gpu], item.precision
         )
         rows.append(
             {
