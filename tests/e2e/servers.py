@@ -5,7 +5,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -73,3 +73,23 @@ def running_server(database_url: str, port: int | None = None, workers: int = 1,
     command = [*CLI, "serve", "--port", str(port), "--workers", str(workers)]
     settings = {"GPU_ADVISOR_DATABASE_URL": database_url, "GPU_ADVISOR_LOG_LEVEL": "warning"}
     return running(command, "/healthz", port, settings | env)
+
+
+def start_agent(base: str, token: str, log_path: Path) -> subprocess.Popen[bytes]:
+    """`gpu-advisor agent --device cpu` in a child process, its output in `log_path`."""
+    return subprocess.Popen(
+        [*CLI, "agent", "--server", base, "--token", token, "--device", "cpu"],
+        cwd=ROOT,
+        env=cli_env("sqlite://"),
+        stdout=log_path.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 40.0) -> None:
+    """Poll `condition` until it holds; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)

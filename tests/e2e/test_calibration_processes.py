@@ -2,9 +2,7 @@
 --device cpu`), killed, restarted and stopped the ways real hosts are."""
 
 import signal
-import subprocess
 import time
-from collections.abc import Callable
 
 import pytest
 from sqlmodel import Session, select
@@ -15,7 +13,7 @@ from service.hosts import register_host
 from service.models import Calibration, Job
 from service.seed import seed
 from tests.conftest import drop_database, new_database_url
-from tests.e2e.servers import CLI, ROOT, cli_env, free_port, run_cli, running_server
+from tests.e2e.servers import free_port, run_cli, running_server, start_agent, wait_for
 
 pytestmark = pytest.mark.e2e
 SERVER_ENV = {"GPU_ADVISOR_JOB_LEASE_S": "2", "GPU_ADVISOR_AGENT_POLL_S": "1"}
@@ -39,24 +37,6 @@ def database(tmp_path):
 def new_host(engine, name: str) -> str:
     with Session(engine) as session:
         return register_host(session, name, 86400)[1]
-
-
-def start_agent(base: str, token: str, log_path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*CLI, "agent", "--server", base, "--token", token, "--device", "cpu"],
-        cwd=ROOT,
-        env=cli_env("sqlite://"),
-        stdout=log_path.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 40.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def jobs(engine) -> list[Job]:

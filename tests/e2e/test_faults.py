@@ -16,7 +16,7 @@ from service.models import Calibration, Job, Result
 from service.seed import seed
 from tests.conftest import drop_database, new_database_url
 from tests.e2e.postgres_cluster import PostgresCluster
-from tests.e2e.servers import run_cli, running_server
+from tests.e2e.servers import run_cli, running_server, start_agent, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -156,8 +156,6 @@ def test_two_api_processes_and_two_agents_lose_and_duplicate_nothing(tmp_path):
             tokens = [register_host(session, f"cpu-{i}", 86400)[1] for i in range(2)]
         env = {"GPU_ADVISOR_AGENT_POLL_S": "1"}
         with running_server(url, **env) as one, running_server(url, **env) as two:
-            from tests.e2e.test_calibration_processes import start_agent, wait_for
-
             agents = [
                 start_agent(base, token, tmp_path / f"a{i}.log")
                 for i, (base, token) in enumerate(zip((one, two), tokens, strict=True))
