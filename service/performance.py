@@ -41,6 +41,9 @@ class Snapshot:
     profiles: dict[ProfileKey, float]
     reference: Candidate | None
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
+    # Finished answers (body, media type, extra headers) by request parameters: a snapshot
+    # never changes, so neither does an answer computed from it.
+    answers: dict[Hashable, tuple[bytes, str, dict[str, str]]] = field(default_factory=dict)
 
     @property
     def by_slug(self) -> dict[str, Candidate]:

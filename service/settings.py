@@ -33,7 +33,7 @@ class Settings(BaseSettings):
         "llm-train", description="Workload /recommend uses when none is given."
     )
     cache_ttl_s: float = Field(
-        5.0, ge=0, description="Seconds a process reuses ranking data another process may change."
+        30.0, ge=0, description="Seconds a process reuses ranking data another process may change."
     )
     calibration_interval_s: int = Field(
         86400, ge=60, description="Default interval between calibrations of a host."

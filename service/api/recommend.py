@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.rankings import price_info
-from service.api.snapshots import snapshot_for
+from service.api.snapshots import cached_answer, snapshot_for
 from service.domain.prices import ConditionChoice
 from service.domain.recommend import Configuration, cheapest_fitting, why, within_budget
 from service.performance import Snapshot
@@ -88,12 +88,18 @@ async def recommend(request: Request, q: Annotated[RecommendQuery, Query()]) -> 
     snapshot = await snapshot_for(
         request, q.workload or settings.default_workload, q.precision, q.condition
     )
+    as_csv = wants_csv(request, q.format)
+    key = ("recommend", as_csv, *(getattr(q, name) for name in RecommendQuery.model_fields))
+    return cached_answer(snapshot, key, lambda: _answer(snapshot, q, as_csv, settings))
+
+
+def _answer(snapshot: Snapshot, q: RecommendQuery, as_csv: bool, settings: Settings) -> Response:
     min_memory = snapshot.workload.min_memory_gb if q.min_memory_gb is None else q.min_memory_gb
     ranked = snapshot.ranked_configurations(q.mode, q.framework, q.max_gpus)
     chosen = within_budget(ranked, q.budget, min_memory, q.limit)
     items = [_item(c, rank, snapshot, q.budget) for rank, c in enumerate(chosen, start=1)]
     hint = None if items else _hint(snapshot, q.budget, min_memory)
-    if wants_csv(request, q.format):
+    if as_csv:
         headers = {"X-Hint": hint} if hint else None
         return csv_response((i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers)
     answer = Recommendations(

@@ -1,10 +1,12 @@
 """The dependency that hands /rankings and /recommend a (cached) performance snapshot."""
 
+from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
 from sqlmodel import Session, select
 
 from service.domain.matching import suggest
@@ -59,3 +61,21 @@ async def snapshot_for(
             )
 
     return await run_in_threadpool(cache.get, key, build)
+
+
+MAX_ANSWERS_PER_SNAPSHOT = 4096
+
+
+def cached_answer(snapshot: Snapshot, key: Hashable, build: Callable[[], Response]) -> Response:
+    """The answer for `key` from this snapshot, computed once (common queries such as
+    `budget=800` repeat; the cache goes with the snapshot when it is rebuilt)."""
+    hit = snapshot.answers.get(key)
+    if hit is None:
+        response = build()
+        extra = {k: v for k, v in response.headers.items() if k.startswith("x-")}
+        hit = (bytes(response.body), response.media_type or "application/json", extra)
+        if len(snapshot.answers) >= MAX_ANSWERS_PER_SNAPSHOT:
+            snapshot.answers.clear()
+        snapshot.answers[key] = hit
+    body, media_type, headers = hit
+    return Response(body, media_type=media_type, headers=headers)

@@ -209,3 +209,17 @@ def test_a_write_is_visible_to_the_next_read(client, keys):
     post_results(client, keys, "nvidia-rtx-4090", [1500] * 5)
     after = client.get("/rankings", params={"workload": "resnet50-train"}).json()
     assert "measured" in {r["basis"] for r in after["items"]}
+
+
+def test_cached_answers_follow_writes_and_keep_parameters_apart(client, keys):
+    params = {"budget": 2000, "workload": "resnet50-train", "min_memory_gb": 24}
+    first = client.get("/recommend", params=params).json()
+    assert client.get("/recommend", params=params).json() == first  # the cached answer
+    other = client.get("/recommend", params=params | {"max_gpus": 1}).json()
+    assert all(r["count"] == 1 for r in other["recommendations"])
+    as_csv = client.get("/recommend", params=params, headers={"Accept": "text/csv"})
+    assert as_csv.headers["content-type"].startswith("text/csv")
+    post_results(client, keys, "nvidia-rtx-4090", [1500] * 5)
+    after = client.get("/recommend", params=params).json()
+    row = next(r for r in after["recommendations"] if r["gpu"] == "nvidia-rtx-4090")
+    assert (row["basis"], row["throughput"]) == ("measured", 1500)
