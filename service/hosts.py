@@ -18,7 +18,7 @@ from service.calibration.microbench import best_tflops, noise
 from service.domain import calibration_gate
 from service.domain.due import due_reason
 from service.domain.matching import map_device
-from service.models import Calibration, Gpu, Host, Job, utcnow
+from service.models import Calibration, Gpu, Host, Job
 from service.performance import CALIBRATED_RATE
 from service.schemas import CalibrationReport, HostIdentity
 
@@ -251,7 +251,3 @@ def retire(session: Session, host: Host, now: datetime) -> None:
         job.status, job.finished_at, job.error = "failed", now, "host retired"
         session.add(job)
     session.add(host)
-
-
-def now_utc() -> datetime:
-    return utcnow()

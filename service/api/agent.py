@@ -4,15 +4,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlmodel import Session
 
 from service import hosts as host_service
 from service.api.calibrations import calibration_read
-from service.api.deps import RowId, SettingsDep
+from service.api.deps import RowId, SettingsDep, WriteSessionDep
 from service.api.responses import AUTH, CONFLICT, NO_CONTENT, NOT_FOUND, REPEAT, TOO_LARGE
-from service.db import get_write_session
 from service.errors import Conflict, NotFound
-from service.models import Gpu, Host
+from service.models import Gpu, Host, utcnow
 from service.schemas import (
     CalibrationRead,
     CalibrationReport,
@@ -23,12 +21,11 @@ from service.schemas import (
 )
 
 router = APIRouter(prefix="/agent", tags=["agent"])
-WriteSession = Annotated[Session, Depends(get_write_session)]
 _bearer = HTTPBearer(auto_error=False, description="Host token: `Authorization: Bearer hst_...`")
 
 
 def current_host(
-    session: WriteSession,
+    session: WriteSessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Host:
     if credentials is None:
@@ -46,9 +43,9 @@ HostDep = Annotated[Host, Depends(current_host)]
 
 @router.post("/heartbeat", response_model=Heartbeat, responses=AUTH | TOO_LARGE)
 def heartbeat(
-    identity: HostIdentity, host: HostDep, session: WriteSession, settings: SettingsDep
+    identity: HostIdentity, host: HostDep, session: WriteSessionDep, settings: SettingsDep
 ) -> Heartbeat:
-    job = host_service.heartbeat(session, host, identity, host_service.now_utc())
+    job = host_service.heartbeat(session, host, identity, utcnow())
     session.commit()
     assert host.id is not None
     return Heartbeat(
@@ -64,9 +61,9 @@ def heartbeat(
     response_model=JobRead,
     responses=NO_CONTENT | AUTH | TOO_LARGE,
 )
-def claim(host: HostDep, session: WriteSession, settings: SettingsDep) -> JobRead | Response:
+def claim(host: HostDep, session: WriteSessionDep, settings: SettingsDep) -> JobRead | Response:
     job = host_service.claim(
-        session, host, host_service.now_utc(), settings.job_lease_s, settings.job_max_attempts
+        session, host, utcnow(), settings.job_lease_s, settings.job_max_attempts
     )
     session.commit()
     if job is None:
@@ -84,14 +81,12 @@ def post_result(
     job_id: RowId,
     report: CalibrationReport,
     host: HostDep,
-    session: WriteSession,
+    session: WriteSessionDep,
     response: Response,
     request: Request,
 ) -> CalibrationRead:
     try:
-        calibration, created = host_service.complete(
-            session, host, job_id, report, host_service.now_utc()
-        )
+        calibration, created = host_service.complete(session, host, job_id, report, utcnow())
     except host_service.JobNotFound:
         raise NotFound(f"no job {job_id} for this host") from None
     except host_service.JobClosed:
@@ -107,11 +102,15 @@ def post_result(
 
 @router.post("/jobs/{job_id}/fail", response_model=JobRead, responses=AUTH | NOT_FOUND | TOO_LARGE)
 def post_failure(
-    job_id: RowId, failure: JobFailure, host: HostDep, session: WriteSession, settings: SettingsDep
+    job_id: RowId,
+    failure: JobFailure,
+    host: HostDep,
+    session: WriteSessionDep,
+    settings: SettingsDep,
 ) -> JobRead:
     try:
         job = host_service.fail(
-            session, host, job_id, failure.error, host_service.now_utc(), settings.job_max_attempts
+            session, host, job_id, failure.error, utcnow(), settings.job_max_attempts
         )
     except host_service.JobNotFound:
         raise NotFound(f"no job {job_id} for this host") from None

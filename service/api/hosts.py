@@ -1,25 +1,22 @@
 """Admin: register calibration hosts (token shown once), list, request a rerun, retire."""
 
 from datetime import datetime
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, status
+from fastapi import APIRouter, status
 from sqlmodel import Session, col, select
 
 from service import hosts as host_service
 from service.api.calibrations import calibration_query, calibration_read
-from service.api.deps import RowId, SessionDep, SettingsDep
+from service.api.deps import RowId, SessionDep, SettingsDep, WriteSessionDep
 from service.api.responses import AUTH, CONFLICT, NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey
-from service.db import get_write_session
 from service.domain.due import host_state
 from service.errors import Conflict, NotFound
-from service.models import Calibration, Gpu, Host
+from service.models import Calibration, Gpu, Host, utcnow
 from service.schemas import HostCreate, HostCreated, HostRead, JobRead, Page
 from service.settings import Settings
 
 router = APIRouter(prefix="/hosts", tags=["hosts"])
-WriteSession = Annotated[Session, Depends(get_write_session)]
 
 
 def host_read(session: Session, host: Host, now: datetime, settings: Settings) -> HostRead:
@@ -61,20 +58,20 @@ def _host(session: Session, host_id: int) -> Host:
     responses=WRITE_AUTH | CONFLICT | TOO_LARGE,
 )
 def register(
-    body: HostCreate, _admin: AdminKey, session: WriteSession, settings: SettingsDep
+    body: HostCreate, _admin: AdminKey, session: WriteSessionDep, settings: SettingsDep
 ) -> HostCreated:
     if session.exec(select(Host.id).where(Host.name == body.name)).first() is not None:
         raise Conflict(f"a host named '{body.name}' exists")
     host, token = host_service.register_host(
         session, body.name, body.interval_s or settings.calibration_interval_s
     )
-    read = host_read(session, host, host_service.now_utc(), settings)
+    read = host_read(session, host, utcnow(), settings)
     return HostCreated.model_validate({**read.model_dump(), "token": token})
 
 
 @router.get("", response_model=Page[HostRead], responses=AUTH)
 def list_hosts(_admin: AdminKey, session: SessionDep, settings: SettingsDep) -> Page[HostRead]:
-    now = host_service.now_utc()
+    now = utcnow()
     rows = session.exec(select(Host).order_by(col(Host.id))).all()
     return Page[HostRead](items=[host_read(session, h, now, settings) for h in rows])
 
@@ -86,10 +83,10 @@ def list_hosts(_admin: AdminKey, session: SessionDep, settings: SettingsDep) -> 
     responses=WRITE_AUTH | NOT_FOUND,
 )
 def calibrate(
-    host_id: RowId, _admin: AdminKey, session: WriteSession, settings: SettingsDep
+    host_id: RowId, _admin: AdminKey, session: WriteSessionDep, settings: SettingsDep
 ) -> HostRead:
     host = _host(session, host_id)
-    now = host_service.now_utc()
+    now = utcnow()
     host_service.request_calibration(session, host, now)
     session.commit()
     return host_read(session, host, now, settings)
@@ -97,10 +94,10 @@ def calibrate(
 
 @router.delete("/{host_id}", response_model=HostRead, responses=WRITE_AUTH | NOT_FOUND)
 def retire(
-    host_id: RowId, _admin: AdminKey, session: WriteSession, settings: SettingsDep
+    host_id: RowId, _admin: AdminKey, session: WriteSessionDep, settings: SettingsDep
 ) -> HostRead:
     host = _host(session, host_id)
-    now = host_service.now_utc()
+    now = utcnow()
     host_service.retire(session, host, now)
     session.commit()
     return host_read(session, host, now, settings)

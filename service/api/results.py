@@ -2,18 +2,17 @@
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
 from service import idempotency
-from service.api.deps import RowId, SessionDep
+from service.api.deps import RowId, SessionDep, WriteSessionDep
 from service.api.pagination import decode_cursor, split_page
 from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.auth import AdminKey, SubmitterKey
-from service.db import get_write_session
 from service.errors import NotFound
 from service.groups import refresh_groups
 from service.ingest import BatchRejected, store_results
@@ -30,7 +29,6 @@ from service.schemas import (
 )
 
 router = APIRouter(prefix="/results", tags=["results"])
-WriteSession = Annotated[Session, Depends(get_write_session)]
 
 _POST_BODY = {
     "requestBody": {
@@ -79,7 +77,7 @@ def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
 def post_results(
     request: Request,
     submitter: SubmitterKey,
-    session: WriteSession,
+    session: WriteSessionDep,
     payload: Annotated[Any, Body(include_in_schema=False)],
     idempotency_key: Annotated[
         str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
@@ -189,7 +187,7 @@ def get_result(result_id: RowId, session: SessionDep) -> ResultRead:
     summary="Admin: set a result's status by hand (audited; never re-evaluated after)",
 )
 def patch_result(
-    result_id: RowId, change: ResultPatch, admin: AdminKey, session: WriteSession
+    result_id: RowId, change: ResultPatch, admin: AdminKey, session: WriteSessionDep
 ) -> ResultRead:
     result = session.get(Result, result_id)
     if result is None:
