@@ -38,9 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -49,8 +48,6 @@ from typing import Any
 import httpx
 import numpy as np
 import psycopg
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 from sqlmodel import Session, col, select
 
 from service.db import make_engine
@@ -62,7 +59,8 @@ from service.migrations import upgrade
 from service.models import Gpu, Price, Workload
 from service.seed import seed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.e2e.servers
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench.*, tests.e2e.*
+from bench.ingest import libpq_url, scratch_database
 from tests.e2e.servers import free_port, running, running_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,30 +160,6 @@ class Measurement:
 
 
 # --- databases -------------------------------------------------------------------------------
-
-
-def admin_execute(admin_url: str, statement: str) -> None:
-    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(statement))
-    finally:
-        engine.dispose()
-
-
-@contextmanager
-def scratch_database(admin_url: str) -> Iterator[str]:
-    """A new empty database next to the admin one; dropped WITH (FORCE) on the way out."""
-    name = f"gpu_advisor_bench_{uuid.uuid4().hex[:10]}"
-    admin_execute(admin_url, f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def libpq_url(sqlalchemy_url: str) -> str:
-    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(False)
 
 
 def missing_required(conn: psycopg.Connection, table: str, provided: Collection[str]) -> list[str]:
