@@ -9,6 +9,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
 from service import __version__
+from service.answer_cache import AnswerCache, ServeCachedAnswers
 from service.api import (
     admin_catalog,
     agent,
@@ -53,10 +54,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.head_revision = head_revision(settings.database_url)
     app.state.snapshots = SnapshotCache(settings.cache_ttl_s)
+    app.state.answers = AnswerCache(app.state.snapshots)
     app.state.metrics = Metrics()
     install_error_handlers(app)
     app.add_middleware(InvalidateOnWrite, cache=app.state.snapshots)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ServeCachedAnswers, answers=app.state.answers)
     app.add_middleware(RejectNulInUrl)
     app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer
     routers = (

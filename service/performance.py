@@ -11,7 +11,8 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
+from typing import NamedTuple
 
 from sqlmodel import Session, col, select
 
@@ -32,6 +33,17 @@ CALIBRATED_RATE = {  # precision -> (calibration column, gpu spec column)
 }
 
 
+class SnapshotKey(NamedTuple):
+    workload: str
+    precision: str | None  # None: the workload's own
+    condition: ConditionChoice
+    day: date  # current prices depend on the date
+
+
+def utc_today() -> date:
+    return datetime.now(UTC).date()
+
+
 @dataclass
 class Snapshot:
     workload: Workload
@@ -41,9 +53,6 @@ class Snapshot:
     profiles: dict[ProfileKey, float]
     reference: Candidate | None
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
-    # Finished answers (body, media type, extra headers) by request parameters: a snapshot
-    # never changes, so neither does an answer computed from it.
-    answers: dict[Hashable, tuple[bytes, str, dict[str, str]]] = field(default_factory=dict)
 
     @property
     def by_slug(self) -> dict[str, Candidate]:
@@ -190,6 +199,12 @@ class SnapshotCache:
     def fresh(self, key: Hashable) -> Snapshot | None:
         snapshot, is_fresh = self._lookup(key)
         return snapshot if is_fresh else None
+
+    def is_current(self, key: Hashable, snapshot: Snapshot) -> bool:
+        """Whether `snapshot` is what this cache serves, fresh, for `key` (answers computed
+        from it are then still right)."""
+        current, is_fresh = self._lookup(key)
+        return is_fresh and current is snapshot
 
     def get(self, key: Hashable, build: Callable[[], Snapshot]) -> Snapshot:
         """The cached snapshot, rebuilding it (once, whoever asks) when needed. Blocking."""

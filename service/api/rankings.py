@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
-from service.api.snapshots import snapshot_for
+from service.api.snapshots import snapshot_for, snapshot_key
 from service.domain.prices import ConditionChoice
 from service.domain.recommend import Candidate
 from service.schemas import Precision, PriceInfo, RankingItem, Rankings
@@ -39,9 +39,8 @@ async def rankings(
     format: Format | None = None,
 ) -> Rankings | Response:
     settings: Settings = request.app.state.settings
-    snapshot = await snapshot_for(
-        request, workload or settings.default_workload, precision, condition
-    )
+    key = snapshot_key(workload or settings.default_workload, precision, condition)
+    snapshot = await snapshot_for(request, key)
     min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
     rows = []
     for c in snapshot.candidates:

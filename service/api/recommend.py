@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.rankings import price_info
-from service.api.snapshots import cached_answer, snapshot_for
+from service.api.snapshots import snapshot_for, snapshot_key, stored_answer
 from service.domain.prices import ConditionChoice
 from service.domain.recommend import Configuration, cheapest_fitting, why, within_budget
 from service.performance import Snapshot
@@ -85,12 +85,10 @@ class RecommendQuery(BaseModel):
 )
 async def recommend(request: Request, q: Annotated[RecommendQuery, Query()]) -> Response:
     settings: Settings = request.app.state.settings
-    snapshot = await snapshot_for(
-        request, q.workload or settings.default_workload, q.precision, q.condition
-    )
-    as_csv = wants_csv(request, q.format)
-    key = ("recommend", as_csv, *(getattr(q, name) for name in RecommendQuery.model_fields))
-    return cached_answer(snapshot, key, lambda: _answer(snapshot, q, as_csv, settings))
+    key = snapshot_key(q.workload or settings.default_workload, q.precision, q.condition)
+    snapshot = await snapshot_for(request, key)
+    answer = _answer(snapshot, q, wants_csv(request, q.format), settings)
+    return stored_answer(request, key, snapshot, answer)
 
 
 def _answer(snapshot: Snapshot, q: RecommendQuery, as_csv: bool, settings: Settings) -> Response:

@@ -1,18 +1,16 @@
 """The dependency that hands /rankings and /recommend a (cached) performance snapshot."""
 
-from collections.abc import Callable, Hashable
-from datetime import UTC, datetime
-
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from sqlmodel import Session, select
 
+from service.answer_cache import AnswerCache
 from service.domain.matching import suggest
 from service.domain.prices import ConditionChoice
 from service.models import Workload
-from service.performance import Snapshot, SnapshotCache, build_snapshot
+from service.performance import Snapshot, SnapshotCache, SnapshotKey, build_snapshot, utc_today
 from service.settings import Settings
 
 
@@ -33,14 +31,16 @@ def workload_or_422(session: Session, slug: str) -> Workload:
     return workload
 
 
-async def snapshot_for(
-    request: Request, workload_slug: str, precision: str | None, condition: ConditionChoice
-) -> Snapshot:
-    """The snapshot for these parameters: from the cache without touching the database, or
-    built (once) in the thread pool with a session of its own."""
+def snapshot_key(
+    workload_slug: str, precision: str | None, condition: ConditionChoice
+) -> SnapshotKey:
+    return SnapshotKey(workload_slug, precision, condition, utc_today())
+
+
+async def snapshot_for(request: Request, key: SnapshotKey) -> Snapshot:
+    """The snapshot for `key`: from the cache without touching the database, or built (once)
+    in the thread pool with a session of its own."""
     cache: SnapshotCache = request.app.state.snapshots
-    today = datetime.now(UTC).date()
-    key = (workload_slug, precision, condition, today)
     cached = cache.fresh(key)
     if cached is not None:
         return cached
@@ -49,33 +49,24 @@ async def snapshot_for(
 
     def build() -> Snapshot:
         with Session(engine) as session:
-            workload = workload_or_422(session, workload_slug)
+            workload = workload_or_422(session, key.workload)
             return build_snapshot(
                 session,
                 workload,
-                precision or workload.precision,
-                condition,
+                key.precision or workload.precision,
+                key.condition,
                 settings.reference_gpu,
-                today,
+                key.day,
                 settings.price_max_age_days,
             )
 
     return await run_in_threadpool(cache.get, key, build)
 
 
-MAX_ANSWERS_PER_SNAPSHOT = 4096
-
-
-def cached_answer(snapshot: Snapshot, key: Hashable, build: Callable[[], Response]) -> Response:
-    """The answer for `key` from this snapshot, computed once (common queries such as
-    `budget=800` repeat; the cache goes with the snapshot when it is rebuilt)."""
-    hit = snapshot.answers.get(key)
-    if hit is None:
-        response = build()
-        extra = {k: v for k, v in response.headers.items() if k.startswith("x-")}
-        hit = (bytes(response.body), response.media_type or "application/json", extra)
-        if len(snapshot.answers) >= MAX_ANSWERS_PER_SNAPSHOT:
-            snapshot.answers.clear()
-        snapshot.answers[key] = hit
-    body, media_type, headers = hit
-    return Response(body, media_type=media_type, headers=headers)
+def stored_answer(
+    request: Request, key: SnapshotKey, snapshot: Snapshot, answer: Response
+) -> Response:
+    """`answer`, kept for repeats of this request (ServeCachedAnswers answers them)."""
+    answers: AnswerCache = request.app.state.answers
+    answers.store(request.scope, key, snapshot, answer)
+    return answer

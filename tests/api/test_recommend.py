@@ -223,3 +223,35 @@ def test_cached_answers_follow_writes_and_keep_parameters_apart(client, keys):
     after = client.get("/recommend", params=params).json()
     row = next(r for r in after["recommendations"] if r["gpu"] == "nvidia-rtx-4090")
     assert (row["basis"], row["throughput"]) == ("measured", 1500)
+
+
+def test_a_repeated_request_is_answered_from_the_answer_cache_like_the_first(client):
+    url = "/recommend?budget=2000&workload=resnet50-train"
+    first = client.get(url)
+    stored = len(client.app.state.answers)
+    second = client.get(url)
+    assert len(client.app.state.answers) == stored == 1
+    assert (second.status_code, second.content) == (first.status_code, first.content)
+    assert {k: v for k, v in second.headers.items() if k != "x-request-id"} == {
+        k: v for k, v in first.headers.items() if k != "x-request-id"
+    }
+    assert second.headers["x-request-id"] != first.headers["x-request-id"]
+    respelled = client.get("/recommend?workload=resnet50-train&budget=2000.0")
+    assert respelled.json() == first.json()  # computed again, the same answer
+    text = client.get("/metrics").text
+    assert (
+        'gpu_advisor_http_requests_total{method="GET",route="/recommend",status="200"} 3.0' in text
+    )
+
+
+def test_errors_are_never_stored_and_a_csv_hint_survives_the_cache(client):
+    assert client.get("/recommend?budget=-1").status_code == 422
+    assert client.get("/recommend?budget=-1").status_code == 422
+    assert len(client.app.state.answers) == 0
+    hinted = client.get("/recommend?budget=1&format=csv")
+    again = client.get("/recommend?budget=1&format=csv")
+    assert (
+        again.headers["x-hint"] == hinted.headers["x-hint"]
+        and "cheapest" in again.headers["x-hint"]
+    )
+    assert again.text == hinted.text

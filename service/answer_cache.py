@@ -1,0 +1,114 @@
+"""Finished GET answers, answered again before routing while their snapshot is current.
+
+An answer of /recommend depends only on the raw query string, on whether the client asked for
+CSV (`Accept`), and on the snapshot it was computed from. The route stores each answer under
+that raw key; `ServeCachedAnswers` answers a repeat of the same request at once, without
+FastAPI's routing and parameter parsing (two thirds of the cost of answering a repeat inside
+the route), for as long as the SnapshotCache still serves that very snapshot as fresh. A write
+through this process, the snapshot's TTL or a new day ends that, as for every other read.
+
+Errors are never stored: only a route that got as far as an answer stores it, so a bad query
+always goes through validation.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.performance import Snapshot, SnapshotCache, SnapshotKey, utc_today
+
+MAX_ENTRIES = 4096  # ~4 KB each; the oldest entry goes first when full
+MAX_QUERY_BYTES = 1024  # longer query strings are answered but not stored
+
+AnswerKey = tuple[str, bytes, bool]
+
+
+def answer_key(scope: Scope) -> AnswerKey | None:
+    """(path, raw query string, Accept asks for CSV) for a GET that may be stored, else None.
+
+    The CSV flag mirrors csv_format.wants_csv: the first Accept header names text/csv."""
+    query: bytes = scope.get("query_string", b"")
+    if scope["method"] != "GET" or len(query) > MAX_QUERY_BYTES:
+        return None
+    accept = next((value for name, value in scope["headers"] if name == b"accept"), b"")
+    return scope["path"], query, b"text/csv" in accept
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    snapshot_key: SnapshotKey
+    snapshot: Snapshot
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    route: Any  # the route that answered, so metrics and access logs name it
+
+
+class AnswerCache:
+    def __init__(
+        self,
+        snapshots: SnapshotCache,
+        max_entries: int = MAX_ENTRIES,
+        today: Callable[[], date] = utc_today,
+    ) -> None:
+        self._snapshots = snapshots
+        self._max_entries = max_entries
+        self._today = today
+        self._entries: dict[AnswerKey, CachedAnswer] = {}
+        self.paths: set[str] = set()  # paths with stored answers: other requests skip the lookup
+
+    def store(
+        self, scope: Scope, snapshot_key: SnapshotKey, snapshot: Snapshot, response: Response
+    ) -> None:
+        """Keep `response` (a 200 computed from `snapshot`) for repeats of this request."""
+        key = answer_key(scope)
+        if key is None or not self._snapshots.is_current(snapshot_key, snapshot):
+            return  # a stale snapshot's answer would only be refused on the next lookup
+        if len(self._entries) >= self._max_entries and key not in self._entries:
+            del self._entries[next(iter(self._entries))]
+        entry = CachedAnswer(
+            snapshot_key,
+            snapshot,
+            list(response.raw_headers),
+            bytes(response.body),
+            scope.get("route"),
+        )
+        self._entries[key] = entry
+        self.paths.add(key[0])
+
+    def current(self, scope: Scope) -> CachedAnswer | None:
+        """The stored answer to this request, if its snapshot is still the current one."""
+        if scope["path"] not in self.paths:
+            return None
+        key = answer_key(scope)
+        entry = self._entries.get(key) if key is not None else None
+        if entry is None:
+            return None
+        if entry.snapshot_key.day != self._today() or not self._snapshots.is_current(
+            entry.snapshot_key, entry.snapshot
+        ):
+            return None
+        return entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class ServeCachedAnswers:
+    """ASGI middleware: answer a request from the AnswerCache when it holds a current answer."""
+
+    def __init__(self, app: ASGIApp, answers: AnswerCache) -> None:
+        self.app = app
+        self.answers = answers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hit = self.answers.current(scope) if scope["type"] == "http" else None
+        if hit is None:
+            await self.app(scope, receive, send)
+            return
+        scope["route"] = hit.route
+        await send({"type": "http.response.start", "status": 200, "headers": list(hit.headers)})
+        await send({"type": "http.response.body", "body": hit.body})
