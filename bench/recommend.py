@@ -19,8 +19,10 @@ measurement is preceded by a 2 s warm-up. Non-200 answers and transport errors (
 requests over 30 s) are counted and printed. It prints requests/s, mean and p99 latency, and two
 ratios: /recommend (10^3 results) vs the trivial endpoint in requests/s (target >= 0.5), and
 10^6 vs 10^3 results in mean latency (target <= 1.2). The trivial answer is also measured from
-a plain `def` route (FastAPI's thread pool, as the service's routes), for context. It measures;
-it does not pass or fail.
+a plain `def` route (FastAPI's thread pool, as the service's routes), for context. The URL mix
+repeats (as clients do), so most of its answers come from the answer cache; for the cost of
+computing an answer, the 10^3 server is also driven with 50,000 distinct URLs (no repeats),
+printed for context. It measures; it does not pass or fail.
 
 Run it from the repository root (the scratch databases are dropped at the end, on errors too):
 
@@ -76,6 +78,7 @@ RESULT_WORKLOADS = (
 )
 PHASES = (1_000, 1_000_000)
 WARMUP_S = 2
+DISTINCT_URLS = 50_000  # > the answer cache's 4,096 entries and > requests in a measurement
 TIMEOUT_S = 30  # per request; wrk's default (2 s) would drop slow requests from the latencies
 SCALED_GPU_FIELDS = (
     "memory_gb",
@@ -336,6 +339,18 @@ def recommend_paths() -> list[str]:
     return paths
 
 
+def distinct_paths() -> list[str]:
+    """Twice DISTINCT_URLS different /recommend URLs (budgets from 300 USD in steps of 0.20,
+    four workloads), shuffled: far more than the answer cache holds, so each is computed."""
+    workloads = ("", "&workload=llm-train", "&workload=resnet50-train", "&workload=llm-inference")
+    paths = [
+        f"/recommend?budget={300 + i * 0.2:.2f}{workloads[i % len(workloads)]}"
+        for i in range(2 * DISTINCT_URLS)  # one half for the warm-up, one for the measurement
+    ]
+    random.Random(11).shuffle(paths)
+    return paths
+
+
 def check_paths(base: str, paths: Sequence[str]) -> int:
     """Every path answers 200 with JSON before the load starts; the mean body size in bytes."""
     sizes = []
@@ -349,11 +364,18 @@ def check_paths(base: str, paths: Sequence[str]) -> int:
     return round(sum(sizes) / len(sizes))
 
 
+# Each wrk thread starts at its own offset (half the list apart for -t2), so with the distinct
+# URLs one thread never requests what the other has just had answered.
 LUA = """
 local paths = {%s}
-local i = 0
+local threads = 0
+function setup(thread)
+  thread:set("start", threads * math.floor(#paths / 2))
+  threads = threads + 1
+end
+local i = nil
 request = function()
-  i = i %% #paths + 1
+  i = ((i or start or 0) %% #paths) + 1
   return wrk.format("GET", paths[i])
 end
 """
@@ -423,7 +445,8 @@ async def httpx_load(
                 i += 1
 
         started = time.perf_counter()
-        await asyncio.gather(*(loop(k * 7) for k in range(connections)))
+        spread = max(1, len(paths) // connections)
+        await asyncio.gather(*(loop(k * spread) for k in range(connections)))
         elapsed = time.perf_counter() - started
     ms = np.array(latencies) * 1e3
     p99 = float(np.percentile(ms, 99))
@@ -442,8 +465,10 @@ class Load:
             f"wrk -t2 -c{connections}" if self.wrk else f"httpx asyncio, {connections} connections"
         )
 
-    def measure(self, base: str, paths: Sequence[str]) -> Measurement:
-        self._run(base, paths, WARMUP_S)
+    def measure(
+        self, base: str, paths: Sequence[str], warmup_paths: Sequence[str] | None = None
+    ) -> Measurement:
+        self._run(base, paths if warmup_paths is None else warmup_paths, WARMUP_S)
         return self._run(base, paths, self.duration)
 
     def _run(self, base: str, paths: Sequence[str], seconds: int) -> Measurement:
@@ -498,13 +523,23 @@ def measure_trivial(load: Load, workers: int) -> tuple[Measurement, Measurement]
     return fast, sync
 
 
-def measure_recommend(load: Load, url: str, workers: int, results: int) -> Measurement:
+def measure_recommend(
+    load: Load, url: str, workers: int, results: int, uncached: bool = False
+) -> Measurement:
+    """The URL mix (repeats, as real clients send them); with `uncached`, also distinct URLs
+    on the same server, for the cost of computing each answer (printed for context)."""
     paths = recommend_paths()
     with service_server(url, workers) as base:
         size = check_paths(base, paths)
         measured = load.measure(base, paths)
-    label = f"/recommend, 10^{len(str(results)) - 1} results:"
-    print(line(label, measured) + f"  (mean {size} B)", flush=True)
+        label = f"/recommend, 10^{len(str(results)) - 1} results:"
+        print(line(label, measured) + f"  (mean {size} B)", flush=True)
+        if uncached:
+            distinct = distinct_paths()
+            measured_half, warmup_half = distinct[:DISTINCT_URLS], distinct[DISTINCT_URLS:]
+            check_paths(base, warmup_half[:: len(warmup_half) // 200])
+            computed = load.measure(base, measured_half, warmup_paths=warmup_half)
+            print(line("  distinct URLs (no repeats):", computed), flush=True)
     return measured
 
 
@@ -532,7 +567,10 @@ def main() -> None:
             flush=True,
         )
         trivial, sync = measure_trivial(load, args.workers)
-        small, large = (measure_recommend(load, urls[r], args.workers, r) for r in PHASES)
+        small, large = (
+            measure_recommend(load, urls[r], args.workers, r, uncached=r == PHASES[0])
+            for r in PHASES
+        )
     report_ratios(trivial, sync, small, large)
 
 
