@@ -11,6 +11,7 @@ Errors are never stored: only a route that got as far as an answer stores it, so
 always goes through validation.
 """
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -41,7 +42,7 @@ def answer_key(scope: Scope) -> AnswerKey | None:
 @dataclass(frozen=True)
 class CachedAnswer:
     snapshot_key: SnapshotKey
-    snapshot: Snapshot
+    snapshot: weakref.ref[Snapshot]  # weak: stored answers must not keep old snapshots alive
     headers: list[tuple[bytes, bytes]]
     body: bytes
     route: Any  # the route that answered, so metrics and access logs name it
@@ -71,7 +72,7 @@ class AnswerCache:
             del self._entries[next(iter(self._entries))]
         entry = CachedAnswer(
             snapshot_key,
-            snapshot,
+            weakref.ref(snapshot),
             list(response.raw_headers),
             bytes(response.body),
             scope.get("route"),
@@ -87,8 +88,11 @@ class AnswerCache:
         entry = self._entries.get(key) if key is not None else None
         if entry is None:
             return None
-        if entry.snapshot_key.day != self._today() or not self._snapshots.is_current(
-            entry.snapshot_key, entry.snapshot
+        snapshot = entry.snapshot()
+        if (
+            snapshot is None
+            or entry.snapshot_key.day != self._today()
+            or not self._snapshots.is_current(entry.snapshot_key, snapshot)
         ):
             return None
         return entry

@@ -1,6 +1,8 @@
 """ServeCachedAnswers: repeats answered before routing, only while their snapshot is current."""
 
 import asyncio
+import gc
+import weakref
 from datetime import date, timedelta
 from typing import Any
 
@@ -17,6 +19,10 @@ class Route:
     path = "/recommend"
 
 
+class Snap:
+    """Stands in for a Snapshot (the cache only holds it, weakly)."""
+
+
 class Counting:
     """The app behind the middleware: answers with its call count and stores the answer."""
 
@@ -26,7 +32,7 @@ class Counting:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         self.calls += 1
         scope["route"] = Route()
-        snapshot = self.snapshots.get(KEY, lambda: object())
+        snapshot = self.snapshots.get(KEY, Snap)
         media = "text/csv" if scope.get("csv") else "application/json"
         response = Response(
             f"call {self.calls}".encode(), media_type=media, headers={"x-hint": "h"}
@@ -121,3 +127,14 @@ def test_when_full_the_oldest_answer_goes_first():
     assert app.calls == 3
     get(asgi, b"budget=1")
     assert app.calls == 4
+
+
+def test_stored_answers_do_not_keep_replaced_snapshots_alive():
+    asgi, _, snapshots, answers = make()
+    get(asgi)
+    old = weakref.ref(snapshots.fresh(KEY))
+    snapshots.invalidate()
+    get(asgi, b"budget=900")  # rebuilds: the cache now holds the new snapshot only
+    gc.collect()
+    assert old() is None and len(answers) == 2
+    assert get(asgi)[2] == b"call 3"  # the entry whose snapshot is gone is computed again
