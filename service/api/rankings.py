@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
-from service.api.snapshots import snapshot_for, snapshot_key
+from service.api.snapshots import snapshot_for, snapshot_key, stored_answer
 from service.domain.prices import ConditionChoice
 from service.domain.recommend import Candidate
 from service.schemas import Precision, PriceInfo, RankingItem, Rankings
@@ -37,7 +37,7 @@ async def rankings(
     min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
     condition: ConditionChoice = "any",
     format: Format | None = None,
-) -> Rankings | Response:
+) -> Response:
     settings: Settings = request.app.state.settings
     key = snapshot_key(workload or settings.default_workload, precision, condition)
     snapshot = await snapshot_for(request, key)
@@ -73,7 +73,8 @@ async def rankings(
     for rank, row in enumerate(rows, start=1):
         row.rank = rank
     if wants_csv(request, format):
-        return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
+        as_csv = csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
+        return stored_answer(request, key, snapshot, as_csv)
     answer = Rankings(
         items=rows,
         workload=snapshot.workload.slug,
@@ -83,4 +84,5 @@ async def rankings(
         reference_gpu=settings.reference_gpu,
     )
     # Built and validated above: serialize once, skipping FastAPI's second validation pass.
-    return Response(answer.model_dump_json(), media_type="application/json")
+    as_json = Response(answer.model_dump_json(), media_type="application/json")
+    return stored_answer(request, key, snapshot, as_json)

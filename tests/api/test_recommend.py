@@ -255,3 +255,15 @@ def test_errors_are_never_stored_and_a_csv_hint_survives_the_cache(client):
         and "cheapest" in again.headers["x-hint"]
     )
     assert again.text == hinted.text
+
+
+def test_rankings_repeats_come_from_the_answer_cache_and_parameters_stay_apart(client):
+    by_speed = client.get("/rankings?workload=resnet50-train")
+    by_value = client.get("/rankings?workload=resnet50-train&sort=perf_per_dollar")
+    assert len(client.app.state.answers) == 2
+    assert client.get("/rankings?workload=resnet50-train").content == by_speed.content
+    again = client.get("/rankings?workload=resnet50-train&sort=perf_per_dollar")
+    assert again.content == by_value.content != by_speed.content
+    as_csv = client.get("/rankings?workload=resnet50-train", headers={"Accept": "text/csv"})
+    assert as_csv.headers["content-type"].startswith("text/csv")
+    assert len(client.app.state.answers) == 3
