@@ -12,6 +12,7 @@ Errors are never stored: only a route that got as far as an answer stores it, so
 always goes through validation.
 """
 
+import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.performance import Snapshot, SnapshotCache, SnapshotKey, utc_today
 
-MAX_ENTRIES = 4096  # ~4 KB each; the oldest entry goes first when full
+MAX_ENTRIES = 4096
+MAX_BYTES = 32 * 1024 * 1024  # bodies in all, per process; least recently used go first
+MAX_BODY_BYTES = 256 * 1024  # larger answers (e.g. /recommend?limit=50 is ~45 KB) not stored
 MAX_QUERY_BYTES = 1024  # longer query strings are answered but not stored
 
 AnswerKey = tuple[str, bytes, bool]
@@ -50,16 +53,23 @@ class CachedAnswer:
 
 
 class AnswerCache:
+    """Bounded by entries and by body bytes, least recently used out first, so unrepeated
+    queries (cache-busting parameters, say) cannot grow it or push out the popular ones."""
+
     def __init__(
         self,
         snapshots: SnapshotCache,
         max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
         today: Callable[[], date] = utc_today,
     ) -> None:
         self._snapshots = snapshots
         self._max_entries = max_entries
+        self._max_bytes = max_bytes
         self._today = today
-        self._entries: dict[AnswerKey, CachedAnswer] = {}
+        self._lock = threading.Lock()  # routes store from the event loop; be safe for threads
+        self._entries: dict[AnswerKey, CachedAnswer] = {}  # in order of last use
+        self._bytes = 0
         self.paths: set[str] = set()  # paths with stored answers: other requests skip the lookup
 
     def store(
@@ -67,39 +77,61 @@ class AnswerCache:
     ) -> None:
         """Keep `response` (a 200 computed from `snapshot`) for repeats of this request."""
         key = answer_key(scope)
-        if key is None or not self._snapshots.is_current(snapshot_key, snapshot):
+        body = bytes(response.body)
+        if key is None or len(body) > min(MAX_BODY_BYTES, self._max_bytes):
+            return
+        if not self._snapshots.is_current(snapshot_key, snapshot):
             return  # a stale snapshot's answer would only be refused on the next lookup
-        if len(self._entries) >= self._max_entries and key not in self._entries:
-            del self._entries[next(iter(self._entries))]
         entry = CachedAnswer(
             snapshot_key,
             weakref.ref(snapshot),
             list(response.raw_headers),
-            bytes(response.body),
+            body,
             scope.get("route"),
         )
-        self._entries[key] = entry
-        self.paths.add(key[0])
+        with self._lock:
+            self._discard(key)
+            while self._entries and (
+                len(self._entries) >= self._max_entries or self._bytes + len(body) > self._max_bytes
+            ):
+                self._discard(next(iter(self._entries)))
+            self._entries[key] = entry
+            self._bytes += len(body)
+            self.paths.add(key[0])
 
     def current(self, scope: Scope) -> CachedAnswer | None:
         """The stored answer to this request, if its snapshot is still the current one."""
         if scope["path"] not in self.paths:
             return None
         key = answer_key(scope)
-        entry = self._entries.get(key) if key is not None else None
-        if entry is None:
+        if key is None:
             return None
-        snapshot = entry.snapshot()
-        if (
-            snapshot is None
-            or entry.snapshot_key.day != self._today()
-            or not self._snapshots.is_current(entry.snapshot_key, snapshot)
-        ):
-            return None
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is None:
+                return None
+            snapshot = entry.snapshot()
+            if (
+                snapshot is None
+                or entry.snapshot_key.day != self._today()
+                or not self._snapshots.is_current(entry.snapshot_key, snapshot)
+            ):
+                self._bytes -= len(entry.body)  # outdated: dropped, the route answers anew
+                return None
+            self._entries[key] = entry  # now the most recently used
         return entry
+
+    def _discard(self, key: AnswerKey) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= len(entry.body)
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
 
 
 class ServeCachedAnswers:

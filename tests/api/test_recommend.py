@@ -6,6 +6,8 @@ import io
 import pytest
 
 from service import catalog
+from service.api import rankings as rankings_api
+from service.api import recommend as recommend_api
 
 
 def post_results(client, keys, gpu, values, workload="resnet50-train", precision="fp16", count=1):
@@ -225,45 +227,58 @@ def test_cached_answers_follow_writes_and_keep_parameters_apart(client, keys):
     assert (row["basis"], row["throughput"]) == ("measured", 1500)
 
 
-def test_a_repeated_request_is_answered_from_the_answer_cache_like_the_first(client):
+def count_route_runs(monkeypatch, module) -> list[str]:
+    """A list that grows by one each time the route of `module` runs (it calls snapshot_key)."""
+    runs: list[str] = []
+    original = module.snapshot_key
+
+    def counted(*args):
+        runs.append(args[0])
+        return original(*args)
+
+    monkeypatch.setattr(module, "snapshot_key", counted)
+    return runs
+
+
+def test_a_repeated_request_is_answered_from_the_answer_cache_like_the_first(client, monkeypatch):
+    runs = count_route_runs(monkeypatch, recommend_api)
     url = "/recommend?budget=2000&workload=resnet50-train"
     first = client.get(url)
-    stored = len(client.app.state.answers)
     second = client.get(url)
-    assert len(client.app.state.answers) == stored == 1
+    assert len(runs) == 1 and len(client.app.state.answers) == 1
     assert (second.status_code, second.content) == (first.status_code, first.content)
     assert {k: v for k, v in second.headers.items() if k != "x-request-id"} == {
         k: v for k, v in first.headers.items() if k != "x-request-id"
     }
     assert second.headers["x-request-id"] != first.headers["x-request-id"]
     respelled = client.get("/recommend?workload=resnet50-train&budget=2000.0")
-    assert respelled.json() == first.json()  # computed again, the same answer
+    assert len(runs) == 2 and respelled.json() == first.json()  # computed again, the same
     text = client.get("/metrics").text
     assert (
         'gpu_advisor_http_requests_total{method="GET",route="/recommend",status="200"} 3.0' in text
     )
 
 
-def test_errors_are_never_stored_and_a_csv_hint_survives_the_cache(client):
+def test_errors_are_never_stored_and_a_csv_hint_survives_the_cache(client, monkeypatch):
+    runs = count_route_runs(monkeypatch, recommend_api)
     assert client.get("/recommend?budget=-1").status_code == 422
-    assert client.get("/recommend?budget=-1").status_code == 422
-    assert len(client.app.state.answers) == 0
+    assert client.get("/recommend?budget=1&workload=nope").status_code == 422
+    assert client.get("/recommend?budget=1&workload=nope").status_code == 422
+    assert len(runs) == 2 and len(client.app.state.answers) == 0  # budget=-1 never ran it
     hinted = client.get("/recommend?budget=1&format=csv")
     again = client.get("/recommend?budget=1&format=csv")
-    assert (
-        again.headers["x-hint"] == hinted.headers["x-hint"]
-        and "cheapest" in again.headers["x-hint"]
-    )
-    assert again.text == hinted.text
+    assert len(runs) == 3
+    assert again.headers["x-hint"] == hinted.headers["x-hint"]
+    assert "cheapest" in again.headers["x-hint"] and again.text == hinted.text
 
 
-def test_rankings_repeats_come_from_the_answer_cache_and_parameters_stay_apart(client):
+def test_rankings_repeats_come_from_the_answer_cache_and_parameters_stay_apart(client, monkeypatch):
+    runs = count_route_runs(monkeypatch, rankings_api)
     by_speed = client.get("/rankings?workload=resnet50-train")
     by_value = client.get("/rankings?workload=resnet50-train&sort=perf_per_dollar")
-    assert len(client.app.state.answers) == 2
     assert client.get("/rankings?workload=resnet50-train").content == by_speed.content
     again = client.get("/rankings?workload=resnet50-train&sort=perf_per_dollar")
     assert again.content == by_value.content != by_speed.content
+    assert len(runs) == 2
     as_csv = client.get("/rankings?workload=resnet50-train", headers={"Accept": "text/csv"})
-    assert as_csv.headers["content-type"].startswith("text/csv")
-    assert len(client.app.state.answers) == 3
+    assert as_csv.headers["content-type"].startswith("text/csv") and len(runs) == 3

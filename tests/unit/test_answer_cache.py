@@ -2,13 +2,16 @@
 
 import asyncio
 import gc
+import time
 import weakref
 from datetime import date, timedelta
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import Response
 
-from service.answer_cache import MAX_QUERY_BYTES, AnswerCache, ServeCachedAnswers
+from service.answer_cache import MAX_QUERY_BYTES, AnswerCache, ServeCachedAnswers, answer_key
+from service.api.csv_format import wants_csv
 from service.performance import SnapshotCache, SnapshotKey
 
 DAY = date(2026, 12, 3)
@@ -33,7 +36,7 @@ class Counting:
         self.calls += 1
         scope["route"] = Route()
         snapshot = self.snapshots.get(KEY, Snap)
-        media = "text/csv" if scope.get("csv") else "application/json"
+        media = "text/csv" if wants_csv(Request(scope), None) else "application/json"
         response = Response(
             f"call {self.calls}".encode(), media_type=media, headers={"x-hint": "h"}
         )
@@ -41,23 +44,33 @@ class Counting:
         await response(scope, receive, send)
 
 
-def make(ttl_s: float = 3600, max_entries: int = 16, today: list[date] | None = None):
+def make(
+    ttl_s: float = 3600,
+    max_entries: int = 16,
+    max_bytes: int = 1 << 20,
+    today: list[date] | None = None,
+):
     days = today if today is not None else [DAY]
     snapshots = SnapshotCache(ttl_s)
-    answers = AnswerCache(snapshots, max_entries=max_entries, today=lambda: days[0])
+    answers = AnswerCache(snapshots, max_entries, max_bytes, today=lambda: days[0])
     app = Counting(answers, snapshots)
     return ServeCachedAnswers(app, answers), app, snapshots, answers
 
 
-def get(asgi, query: bytes = b"budget=800", method: str = "GET", accept: bytes = b"*/*"):
-    scope = {
+def request_scope(
+    query: bytes = b"budget=800", method: str = "GET", headers: list[Any] | None = None
+) -> dict[str, Any]:
+    return {
         "type": "http",
         "method": method,
         "path": "/recommend",
         "query_string": query,
-        "headers": [(b"accept", accept)],
-        "csv": b"text/csv" in accept,
+        "headers": [(b"accept", b"*/*")] if headers is None else headers,
     }
+
+
+def get(asgi, query: bytes = b"budget=800", method: str = "GET", accept: bytes = b"*/*"):
+    scope = request_scope(query, method, [(b"accept", accept)])
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -101,10 +114,37 @@ def test_a_local_write_the_ttl_and_a_new_day_each_end_a_stored_answer():
     days[0] = DAY + timedelta(days=1)  # current prices depend on the date
     assert get(asgi)[2] == b"call 3"
 
-    expiring, app, _, _ = make(ttl_s=0)
+    expiring, app, _, answers = make(ttl_s=1.0)
     get(expiring)
     get(expiring)
-    assert app.calls == 2
+    assert app.calls == 1 and len(answers) == 1
+    time.sleep(1.1)
+    assert get(expiring)[2] == b"call 2"  # the outdated entry was dropped and replaced
+
+
+def test_an_outdated_entry_is_dropped_when_found():
+    asgi, _, snapshots, answers = make()
+    get(asgi)
+    get(asgi, b"budget=900")
+    snapshots.invalidate()
+    before = answers.size_bytes
+    snapshots.get(KEY, Snap)  # rebuilt by someone else: the route is not asked here
+    assert answers.current(request_scope(b"budget=900")) is None
+    assert len(answers) == 1 and answers.size_bytes == before - len(b"call 2")
+
+
+def test_the_csv_flag_of_the_key_is_wants_csv():
+    for headers in (
+        [],
+        [(b"accept", b"text/csv")],
+        [(b"accept", b"application/json, text/csv;q=0.5")],
+        [(b"accept", b"application/json"), (b"accept", b"text/csv")],
+        [(b"accept", b"text/csv"), (b"accept", b"application/json")],
+        [(b"user-agent", b"text/csv")],
+    ):
+        scope = request_scope(headers=headers)
+        key = answer_key(scope)
+        assert key is not None and key[2] == wants_csv(Request(scope), None), headers
 
 
 def test_other_methods_and_long_query_strings_always_reach_the_app():
@@ -115,6 +155,30 @@ def test_other_methods_and_long_query_strings_always_reach_the_app():
     get(asgi, long_query)
     get(asgi, long_query)
     assert app.calls == 4 and len(answers) == 1
+
+
+def test_a_hit_keeps_an_answer_and_the_least_recently_used_goes_first():
+    asgi, app, _, answers = make(max_entries=2)
+    get(asgi, b"budget=1")
+    get(asgi, b"budget=2")
+    get(asgi, b"budget=1")  # a hit: budget=2 is now the least recently used
+    get(asgi, b"budget=3")
+    assert app.calls == 3 and len(answers) == 2
+    get(asgi, b"budget=1")
+    assert app.calls == 3
+    get(asgi, b"budget=2")
+    assert app.calls == 4
+
+
+def test_the_byte_bound_evicts_and_oversize_bodies_are_not_stored():
+    asgi, app, _, answers = make(max_bytes=13)  # two 6-byte bodies ("call N")
+    for budget in (b"budget=1", b"budget=2", b"budget=3"):
+        get(asgi, budget)
+    assert len(answers) == 2 and answers.size_bytes == 12
+    tiny, app, _, answers = make(max_bytes=5)
+    get(tiny)
+    get(tiny)
+    assert app.calls == 2 and len(answers) == 0
 
 
 def test_when_full_the_oldest_answer_goes_first():
