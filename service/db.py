@@ -9,8 +9,10 @@ Postgres: writers that must not interleave on one key take a transaction-scoped 
 import hashlib
 import logging
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from fastapi import Request
 from sqlalchemy import event, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -139,11 +141,22 @@ def insert_returning_ids(session: Session, table: Any, rows: list[dict[str, Any]
         )
     ]
     columns = list(rows[0])
-    raw: Any = session.connection().connection.driver_connection
-    with (
-        raw.cursor() as cursor,
-        cursor.copy(f"COPY {table.name} (id, {', '.join(columns)}) FROM STDIN") as copy,
-    ):
+    statement = f"COPY {table.name} (id, {', '.join(columns)}) FROM STDIN"
+    with raw_pg_cursor(session, statement) as cursor, cursor.copy(statement) as copy:
         for rid, row in zip(ids, rows, strict=True):
             copy.write_row((rid, *(row[c] for c in columns)))
     return ids
+
+
+@contextmanager
+def raw_pg_cursor(session: Session, statement: str) -> Iterator[Any]:
+    """A psycopg cursor on the session's Postgres connection (for COPY and array parameters).
+
+    The driver's errors come out as SQLAlchemy would have raised them (`statement` names what
+    failed): a lost connection is then an OperationalError, answered 503 like anywhere else."""
+    raw: Any = session.connection().connection.driver_connection
+    try:
+        with raw.cursor() as cursor:
+            yield cursor
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, psycopg.Error) from exc

@@ -21,7 +21,7 @@ from sqlalchemy import Table, and_, bindparam, tuple_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, SQLModel
 
-from service.db import lock_keys, upsert_many
+from service.db import lock_keys, raw_pg_cursor, upsert_many
 from service.domain.outliers import GroupStats, flag, group_stats, summarize
 from service.models import utcnow
 
@@ -89,8 +89,7 @@ def _members(session: Session, groups: list[GroupKey]) -> dict[GroupKey, list[Me
     if not groups:
         return {}
     if session.get_bind().dialect.name == "postgresql":
-        raw: Any = session.connection().connection.driver_connection
-        with raw.cursor() as cursor:
+        with raw_pg_cursor(session, _MEMBERS_PG) as cursor:
             columns = [list(c) for c in zip(*groups, strict=True)]
             cursor.execute(_MEMBERS_PG, [*columns, list(STATS_STATUSES)])
             rows = cursor.fetchall()
