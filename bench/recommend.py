@@ -78,6 +78,7 @@ RESULT_WORKLOADS = (
 )
 PHASES = (1_000, 1_000_000)
 WARMUP_S = 2
+WORKLOAD_PARAMS = ("", "&workload=llm-train", "&workload=resnet50-train", "&workload=llm-inference")
 DISTINCT_URLS = 50_000  # > the answer cache's 4,096 entries and > requests in a measurement
 TIMEOUT_S = 30  # per request; wrk's default (2 s) would drop slow requests from the latencies
 SCALED_GPU_FIELDS = (
@@ -328,10 +329,9 @@ def trivial_server(workers: int) -> Any:
 def recommend_paths() -> list[str]:
     """A realistic, shuffled mix of /recommend queries."""
     budgets = (300, 800, 1500, 3000, 6000, 12000, 20000)
-    workloads = ("", "&workload=llm-train", "&workload=resnet50-train", "&workload=llm-inference")
     paths = [
         f"/recommend?budget={b}{w}&max_gpus={n}"
-        for b, w, n in itertools.product(budgets, workloads, range(1, 5))
+        for b, w, n in itertools.product(budgets, WORKLOAD_PARAMS, range(1, 5))
     ]
     paths += [f"/recommend?budget={b}&workload=bench-wl-01&condition=new" for b in budgets]
     paths += [f"/recommend?budget={b}&mode=independent&max_gpus=8" for b in budgets]
@@ -342,9 +342,8 @@ def recommend_paths() -> list[str]:
 def distinct_paths() -> list[str]:
     """Twice DISTINCT_URLS different /recommend URLs (budgets from 300 USD in steps of 0.20,
     four workloads), shuffled: far more than the answer cache holds, so each is computed."""
-    workloads = ("", "&workload=llm-train", "&workload=resnet50-train", "&workload=llm-inference")
     paths = [
-        f"/recommend?budget={300 + i * 0.2:.2f}{workloads[i % len(workloads)]}"
+        f"/recommend?budget={300 + i * 0.2:.2f}{WORKLOAD_PARAMS[i % len(WORKLOAD_PARAMS)]}"
         for i in range(2 * DISTINCT_URLS)  # one half for the warm-up, one for the measurement
     ]
     random.Random(11).shuffle(paths)

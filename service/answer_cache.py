@@ -22,6 +22,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from service.api.csv_format import accept_asks_for_csv
 from service.performance import Snapshot, SnapshotCache, SnapshotKey, utc_today
 
 MAX_ENTRIES = 4096
@@ -33,14 +34,11 @@ AnswerKey = tuple[str, bytes, bool]
 
 
 def answer_key(scope: Scope) -> AnswerKey | None:
-    """(path, raw query string, Accept asks for CSV) for a GET that may be stored, else None.
-
-    The CSV flag mirrors csv_format.wants_csv: the first Accept header names text/csv."""
+    """(path, raw query string, Accept asks for CSV) for a GET that may be stored, else None."""
     query: bytes = scope.get("query_string", b"")
     if scope["method"] != "GET" or len(query) > MAX_QUERY_BYTES:
         return None
-    accept = next((value for name, value in scope["headers"] if name == b"accept"), b"")
-    return scope["path"], query, b"text/csv" in accept
+    return scope["path"], query, accept_asks_for_csv(scope)
 
 
 @dataclass(frozen=True)
@@ -107,7 +105,7 @@ class AnswerCache:
         if key is None:
             return None
         with self._lock:
-            entry = self._entries.pop(key, None)
+            entry = self._entries.get(key)
             if entry is None:
                 return None
             snapshot = entry.snapshot()
@@ -116,9 +114,9 @@ class AnswerCache:
                 or entry.snapshot_key.day != self._today()
                 or not self._snapshots.is_current(entry.snapshot_key, snapshot)
             ):
-                self._bytes -= len(entry.body)  # outdated: dropped, the route answers anew
+                self._discard(key)  # outdated: dropped, the route answers anew
                 return None
-            self._entries[key] = entry  # now the most recently used
+            self._entries[key] = self._entries.pop(key)  # now the most recently used
         return entry
 
     def _discard(self, key: AnswerKey) -> None:

@@ -203,8 +203,7 @@ class SnapshotCache:
     def is_current(self, key: Hashable, snapshot: Snapshot) -> bool:
         """Whether `snapshot` is what this cache serves, fresh, for `key` (answers computed
         from it are then still right)."""
-        current, is_fresh = self._lookup(key)
-        return is_fresh and current is snapshot
+        return self.fresh(key) is snapshot
 
     def get(self, key: Hashable, build: Callable[[], Snapshot]) -> Snapshot:
         """The cached snapshot, rebuilding it (once, whoever asks) when needed. Blocking."""
