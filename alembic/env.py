@@ -6,8 +6,8 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import service.models  # noqa: F401  (registers the tables on SQLModel.metadata)
-from service.db import make_engine
-from service.settings import get_settings
+from service.core.db import make_engine
+from service.core.settings import get_settings
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):

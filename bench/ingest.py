@@ -43,12 +43,12 @@ from sqlalchemy.engine import URL, make_url
 from sqlmodel import Session, select
 
 from service.auth import create_api_key
-from service.db import make_engine
+from service.catalog.peaks import peak_rates
+from service.catalog.seed import seed
+from service.core.db import make_engine
+from service.core.migrations import upgrade
 from service.domain.plausibility import peak_tflops
-from service.ingest import peak_rates
-from service.migrations import upgrade
 from service.models import Gpu, Workload
-from service.seed import seed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.e2e.servers
 from tests.e2e import servers
@@ -130,7 +130,7 @@ def prepare(url: str, rng: np.random.Generator) -> tuple[Catalog, str]:
     engine = make_engine(url)
     try:
         seed(engine)
-        with Session(engine) as session:
+        with Session(engine) as session, session.begin():
             catalog = load_catalog(session, rng)
             _key, secret = create_api_key(session, "bench", "submitter")
     finally:

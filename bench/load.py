@@ -50,7 +50,7 @@ import psycopg
 from sqlmodel import Session
 
 from service.auth import create_api_key
-from service.db import make_engine
+from service.core.db import make_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -165,7 +165,7 @@ def submitter_keys(url: str, first: str, count: int) -> list[str]:
     """`first` (made by bench.ingest.prepare) plus `count - 1` new submitter keys."""
     engine = make_engine(url)
     try:
-        with Session(engine) as session:
+        with Session(engine) as session, session.begin():
             more = [
                 create_api_key(session, f"bench-writer-{i}", "submitter")[1]
                 for i in range(1, count)

@@ -52,14 +52,14 @@ import numpy as np
 import psycopg
 from sqlmodel import Session, col, select
 
-from service.db import make_engine
+from service.catalog.peaks import peak_rates
+from service.catalog.seed import seed
+from service.core.db import make_engine
+from service.core.migrations import upgrade
 from service.domain.estimate import GpuPerf, roofline_prior
 from service.domain.estimate import Workload as EstWorkload
 from service.domain.plausibility import peak_tflops
-from service.ingest import peak_rates
-from service.migrations import upgrade
 from service.models import Gpu, Price, Workload
-from service.seed import seed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench.*, tests.e2e.*
 from bench.ingest import libpq_url, scratch_database

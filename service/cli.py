@@ -8,15 +8,16 @@ import typer
 import uvicorn
 from sqlmodel import Session, col, select
 
-from service import migrations
 from service import submit as submit_client
-from service.auth import ROLES, create_api_key, revoke_api_key
-from service.db import make_engine
+from service.auth import create_api_key, revoke_api_key
+from service.catalog.seed import seed as seed_catalog
+from service.core import migrations
+from service.core.db import make_engine
+from service.core.observability import configure_logging
+from service.core.settings import get_settings
+from service.domain.vocabulary import ROLES, Role
 from service.models import ApiKey
-from service.observability import configure_logging
-from service.schemas import MAX_BATCH, Role
-from service.seed import seed as seed_catalog
-from service.settings import get_settings
+from service.schemas.results import MAX_BATCH
 
 app = typer.Typer(help="gpu-advisor: which GPU(s) to buy for deep learning.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
@@ -78,6 +79,7 @@ def keys_create(
     engine = make_engine(get_settings().database_url)
     with Session(engine) as session:
         key, secret = create_api_key(session, name, role_)
+        session.commit()
         typer.echo(f"created {key.role} key '{key.name}' (prefix {key.prefix}); store it now:")
         typer.echo(secret)
     engine.dispose()
@@ -102,6 +104,7 @@ def keys_revoke(
     engine = make_engine(get_settings().database_url)
     with Session(engine) as session:
         key = revoke_api_key(session, prefix)
+        session.commit()
     engine.dispose()
     if key is None:
         typer.echo(f"no key with prefix {prefix}", err=True)

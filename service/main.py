@@ -9,7 +9,6 @@ from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
 from service import __version__
-from service.answer_cache import AnswerCache, ServeCachedAnswers
 from service.api import (
     admin_catalog,
     agent,
@@ -23,14 +22,17 @@ from service.api import (
     results,
     workloads,
 )
-from service.db import make_engine
-from service.errors import install_error_handlers
-from service.middleware import BodySizeLimit, InvalidateOnWrite, RejectNulInUrl
-from service.migrations import head_revision
-from service.observability import Metrics, RequestContext, configure_logging
-from service.performance import SnapshotCache
-from service.schemas import Problem, ResultBatchIn, ResultIn
-from service.settings import Settings, get_settings
+from service.core.db import make_engine
+from service.core.errors import install_error_handlers
+from service.core.middleware import BodySizeLimit, InvalidateOnWrite, RejectNulInUrl
+from service.core.migrations import head_revision
+from service.core.observability import Metrics, RequestContext, configure_logging
+from service.core.settings import Settings, get_settings
+from service.read_model.answer_cache import AnswerCache, ServeCachedAnswers
+from service.read_model.reads import ReadModel
+from service.read_model.snapshot_cache import SnapshotCache
+from service.schemas.common import Problem
+from service.schemas.results import ResultBatchIn, ResultIn
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -53,13 +55,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.head_revision = head_revision(settings.database_url)
-    app.state.snapshots = SnapshotCache(settings.cache_ttl_s)
-    app.state.answers = AnswerCache(app.state.snapshots)
+    snapshots = SnapshotCache(settings.cache_ttl_s)
+    answers = AnswerCache(snapshots)
+    app.state.read_model = ReadModel(engine, settings, snapshots, answers)
     app.state.metrics = Metrics()
     install_error_handlers(app)
-    app.add_middleware(InvalidateOnWrite, cache=app.state.snapshots)
+    app.add_middleware(InvalidateOnWrite, cache=snapshots)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(ServeCachedAnswers, answers=app.state.answers)
+    app.add_middleware(ServeCachedAnswers, answers=answers)
     app.add_middleware(RejectNulInUrl)
     app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer
     routers = (

@@ -12,7 +12,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from service.db import write_engine
+from service.core.db import write_engine
 from service.models import RateLimit
 
 TABLE = SQLModel.metadata.tables[str(RateLimit.__tablename__)]

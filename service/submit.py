@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from service.schemas import MAX_BATCH, ResultIn
+from service.schemas.results import MAX_BATCH, ResultIn
 
 INT_FIELDS = {"batch_size", "gpu_count"}
 FLOAT_FIELDS = {"value"}

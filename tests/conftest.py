@@ -11,11 +11,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import SQLModel
 
-from service import migrations
-from service.db import is_sqlite, make_engine
+from service.catalog.seed import seed
+from service.core import migrations
+from service.core.db import is_sqlite, make_engine
+from service.core.settings import Settings
 from service.main import create_app
-from service.seed import seed
-from service.settings import Settings
 
 POSTGRES_URL = os.environ.get("GPU_ADVISOR_TEST_DATABASE_URL")
 
@@ -96,7 +96,7 @@ class Keys:
 
         from service.auth import create_api_key
 
-        with Session(engine) as session:
+        with Session(engine) as session, session.begin():
             self.submitter = create_api_key(session, "lab-a", "submitter")[1]
             self.other_submitter = create_api_key(session, "lab-b", "submitter")[1]
             self.admin = create_api_key(session, "ops", "admin")[1]

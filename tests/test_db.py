@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
-from service.db import insert_returning_ids
+from service.core.db import insert_returning_ids
 from service.models import Gpu, Price, utcnow
 
 PRICE_TABLE = Price.__table__  # type: ignore[attr-defined]

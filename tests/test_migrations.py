@@ -5,8 +5,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlmodel import SQLModel
 
-from service import migrations
-from service.db import make_engine
+from service.core import migrations
+from service.core.db import make_engine
 from tests.conftest import drop_database, new_database_url
 
 

@@ -5,24 +5,24 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 from sqlmodel import col, select
 
-from service import crud
 from service.api.deps import SessionDep, WriteSessionDep
 from service.api.responses import CONFLICT, NOT_FOUND, TOO_LARGE, WRITE_AUTH
-from service.auth import AdminKey
-from service.errors import Conflict
+from service.api.security import AdminKey
+from service.catalog import lookup
+from service.catalog.seed import gpu_row
+from service.core.errors import Conflict
+from service.domain.vocabulary import Condition
 from service.models import Gpu, Price, Workload, utcnow
-from service.schemas import (
-    Condition,
+from service.schemas.catalog import (
     GpuCreate,
     GpuRead,
     GpuUpdate,
-    Page,
     PriceCreate,
     PriceRead,
     WorkloadCreate,
     WorkloadRead,
 )
-from service.seed import gpu_row
+from service.schemas.common import Page
 
 router = APIRouter(tags=["admin"])
 _WRITE = WRITE_AUTH | NOT_FOUND | CONFLICT | TOO_LARGE
@@ -41,7 +41,7 @@ def create_gpu(body: GpuCreate, _admin: AdminKey, session: WriteSessionDep) -> G
 
 @router.patch("/gpus/{slug}", response_model=GpuRead, responses=_WRITE)
 def update_gpu(slug: str, body: GpuUpdate, _admin: AdminKey, session: WriteSessionDep) -> GpuRead:
-    gpu = crud.gpu_by_slug(session, slug)
+    gpu = lookup.gpu_by_slug(session, slug)
     changes = body.model_dump(exclude_unset=True)
     if "aliases" in changes:
         changes["aliases"] = "|".join(changes["aliases"] or [])
@@ -80,7 +80,7 @@ def _price_read(price: Price, gpu_slug: str) -> PriceRead:
     "/prices", status_code=status.HTTP_201_CREATED, response_model=PriceRead, responses=_WRITE
 )
 def create_price(body: PriceCreate, _admin: AdminKey, session: WriteSessionDep) -> PriceRead:
-    gpu = crud.gpu_by_slug(session, body.gpu)
+    gpu = lookup.gpu_by_slug(session, body.gpu)
     assert gpu.id is not None
     price = Price(gpu_id=gpu.id, **body.model_dump(exclude={"gpu"}))
     session.add(price)
@@ -101,7 +101,7 @@ def list_prices(
         .order_by(col(Gpu.slug), col(Price.observed_at).desc(), col(Price.id).desc())
     )
     if gpu is not None:
-        crud.gpu_by_slug(session, gpu)  # 404 with suggestions for an unknown slug
+        lookup.gpu_by_slug(session, gpu)  # 404 with suggestions for an unknown slug
         query = query.where(Gpu.slug == gpu)
     if condition is not None:
         query = query.where(Price.condition == condition)

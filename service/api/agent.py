@@ -1,17 +1,15 @@
 """The agent protocol (host token): heartbeat, claim a job, post its result or its failure."""
 
-from typing import Annotated
+from fastapi import APIRouter, Response, status
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-
-from service import hosts as host_service
-from service.api.calibrations import calibration_read
-from service.api.deps import RowId, SettingsDep, WriteSessionDep
+from service.api.deps import MetricsDep, RowId, SettingsDep, WriteSessionDep
+from service.api.presenters import calibration_read
 from service.api.responses import AUTH, CONFLICT, NO_CONTENT, NOT_FOUND, REPEAT, TOO_LARGE
-from service.errors import Conflict, NotFound
-from service.models import Gpu, Host, utcnow
-from service.schemas import (
+from service.api.security import HostDep
+from service.core.errors import Conflict, NotFound
+from service.hosts import lifecycle as host_service
+from service.models import Gpu, utcnow
+from service.schemas.calibration import (
     CalibrationRead,
     CalibrationReport,
     Heartbeat,
@@ -21,24 +19,6 @@ from service.schemas import (
 )
 
 router = APIRouter(prefix="/agent", tags=["agent"])
-_bearer = HTTPBearer(auto_error=False, description="Host token: `Authorization: Bearer hst_...`")
-
-
-def current_host(
-    session: WriteSessionDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Host:
-    if credentials is None:
-        raise HTTPException(401, "missing host token", headers={"WWW-Authenticate": "Bearer"})
-    host = host_service.find_host(session, credentials.credentials)
-    if host is None:
-        raise HTTPException(
-            401, "invalid or retired host token", headers={"WWW-Authenticate": "Bearer"}
-        )
-    return host
-
-
-HostDep = Annotated[Host, Depends(current_host)]
 
 
 @router.post("/heartbeat", response_model=Heartbeat, responses=AUTH | TOO_LARGE)
@@ -83,7 +63,7 @@ def post_result(
     host: HostDep,
     session: WriteSessionDep,
     response: Response,
-    request: Request,
+    metrics: MetricsDep,
 ) -> CalibrationRead:
     try:
         calibration, created = host_service.complete(session, host, job_id, report, utcnow())
@@ -93,7 +73,7 @@ def post_result(
         raise Conflict(f"job {job_id} already failed; its result is not wanted") from None
     session.commit()
     if created:
-        request.app.state.metrics.calibrations.labels(calibration.status).inc()
+        metrics.calibrations.labels(calibration.status).inc()
     else:
         response.status_code = status.HTTP_200_OK
     gpu = session.get(Gpu, calibration.gpu_id) if calibration.gpu_id else None

@@ -1,47 +1,18 @@
 """GET /calibrations: every stored calibration run, newest first, with its verdict."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
-from sqlmodel import Session, col, select
+from sqlmodel import col
 
 from service.api.deps import SessionDep
 from service.api.pagination import decode_cursor, split_page
+from service.api.presenters import calibration_query, calibration_read
 from service.models import Calibration, Gpu, Host
-from service.schemas import CalibrationRead, Page
+from service.schemas.calibration import CalibrationRead
+from service.schemas.common import Page
 
 router = APIRouter(tags=["calibration"])
-
-
-def calibration_read(calibration: Calibration, host: str, gpu: str | None) -> CalibrationRead:
-    stats = calibration.stats or {}
-    return CalibrationRead.model_validate(
-        {
-            **calibration.model_dump(),
-            "host": host,
-            "gpu": gpu,
-            "efficiency": stats.get("efficiency", {}),
-            "noise": stats.get("noise"),
-        }
-    )
-
-
-def calibration_query() -> Any:
-    return (
-        select(Calibration, Host.name, Gpu.slug)
-        .join(Host, col(Host.id) == Calibration.host_id)
-        .outerjoin(Gpu, col(Gpu.id) == Calibration.gpu_id)
-    )
-
-
-def latest_for_gpu(session: Session, gpu_id: int) -> CalibrationRead | None:
-    query = (
-        calibration_query()
-        .where(Calibration.gpu_id == gpu_id, Calibration.status == "accepted")
-        .order_by(col(Calibration.created_at).desc())
-    )
-    row = session.exec(query).first()
-    return calibration_read(*row) if row else None
 
 
 @router.get("/calibrations", response_model=Page[CalibrationRead])

@@ -12,7 +12,8 @@ from typing import Any, Literal, get_args
 from fastapi import Request
 from fastapi.responses import Response
 from pydantic import BaseModel
-from starlette.types import Scope
+
+from service.read_model.answer_cache import accept_asks_for_csv
 
 Format = Literal["json", "csv"]
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
@@ -22,13 +23,6 @@ def wants_csv(request: Request, format: Format | None) -> bool:
     if format is not None:
         return format == "csv"
     return accept_asks_for_csv(request.scope)
-
-
-def accept_asks_for_csv(scope: Scope) -> bool:
-    """The request's first Accept header names text/csv (read from the ASGI scope, so the
-    answer cache can key on it before any Request exists)."""
-    accept = next((value for name, value in scope["headers"] if name == b"accept"), b"")
-    return b"text/csv" in accept
 
 
 def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,17 +1,30 @@
-"""Shared FastAPI dependencies."""
+"""Shared FastAPI dependencies: the only module that reads `app.state`.
 
+Routers ask for what they need (a session, the settings, the read model, the metrics) through
+these dependencies, so the wiring done in main.py is read in one place.
+"""
+
+from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from service.db import get_session, get_write_session
-from service.settings import Settings
+from service.core.db import session_scope, write_engine
+from service.core.observability import Metrics
+from service.core.settings import Settings
+from service.read_model.reads import ReadModel
 
-SessionDep = Annotated[Session, Depends(get_session)]
-# Requests that write: on SQLite the transaction takes the write lock at BEGIN, so it never has
-# to upgrade a read snapshot that another writer has moved past (SQLITE_BUSY_SNAPSHOT).
-WriteSessionDep = Annotated[Session, Depends(get_write_session)]
+
+def get_session(request: Request) -> Iterator[Session]:
+    """One read session per request on the app's engine."""
+    yield from session_scope(request.app.state.engine)
+
+
+def get_write_session(request: Request) -> Iterator[Session]:
+    """A session for requests that write (BEGIN IMMEDIATE on SQLite)."""
+    yield from session_scope(write_engine(request.app.state.engine))
 
 
 def get_app_settings(request: Request) -> Settings:
@@ -19,6 +32,34 @@ def get_app_settings(request: Request) -> Settings:
     return settings
 
 
+def get_engine(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def get_read_model(request: Request) -> ReadModel:
+    read_model: ReadModel = request.app.state.read_model
+    return read_model
+
+
+def get_metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+def get_head_revision(request: Request) -> str | None:
+    head: str | None = request.app.state.head_revision
+    return head
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+# Requests that write: on SQLite the transaction takes the write lock at BEGIN, so it never has
+# to upgrade a read snapshot that another writer has moved past (SQLITE_BUSY_SNAPSHOT).
+WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+EngineDep = Annotated[Engine, Depends(get_engine)]
+ReadModelDep = Annotated[ReadModel, Depends(get_read_model)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+HeadRevisionDep = Annotated[str | None, Depends(get_head_revision)]
 # Row ids in paths: within a 32-bit integer column, so no id can overflow the database.
 RowId = Annotated[int, Path(ge=1, le=2**31 - 1)]

@@ -5,12 +5,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service import crud
-from service.api.calibrations import latest_for_gpu
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import SessionDep
 from service.api.pagination import decode_cursor, split_page
-from service.schemas import GpuDetail, GpuRead, Market, Page, Problem, Vendor
+from service.api.presenters import latest_for_gpu
+from service.catalog import lookup
+from service.schemas.catalog import GpuDetail, GpuRead, Market, Vendor
+from service.schemas.common import Page, Problem
 
 router = APIRouter(prefix="/gpus", tags=["gpus"])
 CSV_COLUMNS = columns_for(GpuRead)
@@ -28,7 +29,7 @@ def list_gpus(
     format: Format | None = None,
 ) -> Page[GpuRead] | Response:
     after = decode_cursor(cursor, str)
-    rows = crud.list_gpus(
+    rows = lookup.list_gpus(
         session,
         vendor=vendor,
         market=market,
@@ -46,7 +47,7 @@ def list_gpus(
 
 @router.get("/{slug}", response_model=GpuDetail, responses={404: {"model": Problem}})
 def get_gpu(slug: str, session: SessionDep) -> GpuDetail:
-    gpu = crud.gpu_by_slug(session, slug)
+    gpu = lookup.gpu_by_slug(session, slug)
     assert gpu.id is not None
     read = GpuRead.model_validate(gpu)
     return GpuDetail.model_validate(

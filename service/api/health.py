@@ -1,12 +1,13 @@
 """Liveness (/healthz) and readiness (/readyz: database reachable and migrated)."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.exc import SQLAlchemyError
 
-from service.migrations import current_revision
-from service.schemas import Health, Readiness
+from service.api.deps import EngineDep, HeadRevisionDep, MetricsDep
+from service.core.migrations import current_revision
+from service.schemas.common import Health, Readiness
 
 router = APIRouter(tags=["health"])
 
@@ -17,16 +18,15 @@ def healthz() -> Health:
 
 
 @router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
-def metrics(request: Request) -> Response:
+def metrics(metrics: MetricsDep) -> Response:
     """Prometheus exposition of this process's metrics."""
-    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-def readyz(request: Request) -> JSONResponse:
-    head: str | None = request.app.state.head_revision
+def readyz(head: HeadRevisionDep, engine: EngineDep) -> JSONResponse:
     try:
-        revision = current_revision(request.app.state.engine)
+        revision = current_revision(engine)
     except SQLAlchemyError:
         body = Readiness(status="unavailable", database="unreachable", revision=None, head=head)
         return JSONResponse(body.model_dump(), status_code=503)

@@ -5,16 +5,17 @@ from datetime import datetime
 from fastapi import APIRouter, status
 from sqlmodel import Session, col, select
 
-from service import hosts as host_service
-from service.api.calibrations import calibration_query, calibration_read
 from service.api.deps import RowId, SessionDep, SettingsDep, WriteSessionDep
+from service.api.presenters import calibration_query, calibration_read
 from service.api.responses import AUTH, CONFLICT, NOT_FOUND, TOO_LARGE, WRITE_AUTH
-from service.auth import AdminKey
+from service.api.security import AdminKey
+from service.core.errors import Conflict, NotFound
+from service.core.settings import Settings
 from service.domain.due import host_state
-from service.errors import Conflict, NotFound
+from service.hosts import lifecycle as host_service
 from service.models import Calibration, Gpu, Host, utcnow
-from service.schemas import HostCreate, HostCreated, HostRead, JobRead, Page
-from service.settings import Settings
+from service.schemas.calibration import HostCreate, HostCreated, HostRead, JobRead
+from service.schemas.common import Page
 
 router = APIRouter(prefix="/hosts", tags=["hosts"])
 
@@ -65,6 +66,7 @@ def register(
     host, token = host_service.register_host(
         session, body.name, body.interval_s or settings.calibration_interval_s
     )
+    session.commit()
     read = host_read(session, host, utcnow(), settings)
     return HostCreated.model_validate({**read.model_dump(), "token": token})
 

@@ -5,10 +5,12 @@ from sqlmodel import col, select
 
 from service.api.deps import SessionDep, WriteSessionDep
 from service.api.responses import AUTH, NOT_FOUND, TOO_LARGE, WRITE_AUTH
-from service.auth import AdminKey, create_api_key, revoke_api_key
-from service.errors import NotFound
+from service.api.security import AdminKey
+from service.auth import create_api_key, revoke_api_key
+from service.core.errors import NotFound
 from service.models import ApiKey
-from service.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead, Page
+from service.schemas.common import Page
+from service.schemas.keys import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
 
 router = APIRouter(prefix="/keys", tags=["keys"])
 
@@ -21,6 +23,8 @@ router = APIRouter(prefix="/keys", tags=["keys"])
 )
 def create_key(body: ApiKeyCreate, _admin: AdminKey, session: WriteSessionDep) -> ApiKeyCreated:
     key, secret = create_api_key(session, body.name, body.role)
+    session.commit()
+    session.refresh(key)
     return ApiKeyCreated.model_validate({**key.model_dump(), "key": secret})
 
 
@@ -35,4 +39,6 @@ def revoke_key(prefix: str, _admin: AdminKey, session: WriteSessionDep) -> ApiKe
     key = revoke_api_key(session, prefix)
     if key is None:
         raise NotFound(f"no API key with prefix '{prefix}'")
+    session.commit()
+    session.refresh(key)
     return ApiKeyRead.model_validate(key)

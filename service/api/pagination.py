@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from fastapi import HTTPException
+from service.core.errors import InvalidInput
 
 K = TypeVar("K", int, str)
 R = TypeVar("R")
@@ -27,10 +27,7 @@ def decode_cursor(cursor: str | None, kind: type[K]) -> K | None:
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
         value = None
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise HTTPException(
-            status_code=422,
-            detail=[{"loc": ["query", "cursor"], "msg": "invalid cursor", "type": "value_error"}],
-        )
+        raise InvalidInput.one(("query", "cursor"), "invalid cursor", "value_error")
     return value
 
 

@@ -6,21 +6,14 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
-from service.api.snapshots import snapshot_for, snapshot_key, stored_answer
-from service.domain.prices import ConditionChoice
-from service.domain.recommend import Candidate
-from service.schemas import Precision, PriceInfo, RankingItem, Rankings
-from service.settings import Settings
+from service.api.deps import ReadModelDep
+from service.api.presenters import price_info
+from service.domain.vocabulary import ConditionChoice, Precision
+from service.read_model.reads import snapshot_key
+from service.schemas.rankings import RankingItem, Rankings
 
 router = APIRouter(tags=["rankings"])
 CSV_COLUMNS = columns_for(RankingItem)
-
-
-def price_info(candidate: Candidate) -> PriceInfo | None:
-    p = candidate.price
-    if p is None:
-        return None
-    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
 
 
 @router.get(
@@ -31,6 +24,7 @@ def price_info(candidate: Candidate) -> PriceInfo | None:
 )
 async def rankings(
     request: Request,
+    read_model: ReadModelDep,
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
     sort: Literal["performance", "perf_per_dollar"] = "performance",
@@ -38,9 +32,9 @@ async def rankings(
     condition: ConditionChoice = "any",
     format: Format | None = None,
 ) -> Response:
-    settings: Settings = request.app.state.settings
+    settings = read_model.settings
     key = snapshot_key(workload or settings.default_workload, precision, condition)
-    snapshot = await snapshot_for(request, key)
+    snapshot = await read_model.snapshot(key)
     min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
     rows = []
     for c in snapshot.candidates:
@@ -74,7 +68,7 @@ async def rankings(
         row.rank = rank
     if wants_csv(request, format):
         as_csv = csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
-        return stored_answer(request, key, snapshot, as_csv)
+        return read_model.stored(request.scope, key, snapshot, as_csv)
     answer = Rankings(
         items=rows,
         workload=snapshot.workload.slug,
@@ -85,4 +79,4 @@ async def rankings(
     )
     # Built and validated above: serialize once, skipping FastAPI's second validation pass.
     as_json = Response(answer.model_dump_json(), media_type="application/json")
-    return stored_answer(request, key, snapshot, as_json)
+    return read_model.stored(request.scope, key, snapshot, as_json)

@@ -7,13 +7,14 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
-from service.api.rankings import price_info
-from service.api.snapshots import snapshot_for, snapshot_key, stored_answer
-from service.domain.prices import ConditionChoice
+from service.api.deps import ReadModelDep
+from service.api.presenters import price_info
+from service.core.settings import Settings
 from service.domain.recommend import Configuration, cheapest_fitting, why, within_budget
-from service.performance import Snapshot
-from service.schemas import Precision, Recommendation, Recommendations
-from service.settings import Settings
+from service.domain.vocabulary import ConditionChoice, Precision
+from service.read_model.reads import snapshot_key
+from service.read_model.snapshot import Snapshot
+from service.schemas.rankings import Recommendation, Recommendations
 
 router = APIRouter(tags=["recommend"])
 CSV_COLUMNS = columns_for(Recommendation)
@@ -83,12 +84,14 @@ class RecommendQuery(BaseModel):
     responses={200: {"content": {"text/csv": {}}}},
     summary="Best single and multi-GPU configurations for a budget and workload",
 )
-async def recommend(request: Request, q: Annotated[RecommendQuery, Query()]) -> Response:
-    settings: Settings = request.app.state.settings
+async def recommend(
+    request: Request, read_model: ReadModelDep, q: Annotated[RecommendQuery, Query()]
+) -> Response:
+    settings = read_model.settings
     key = snapshot_key(q.workload or settings.default_workload, q.precision, q.condition)
-    snapshot = await snapshot_for(request, key)
+    snapshot = await read_model.snapshot(key)
     answer = _answer(snapshot, q, wants_csv(request, q.format), settings)
-    return stored_answer(request, key, snapshot, answer)
+    return read_model.stored(request.scope, key, snapshot, answer)
 
 
 def _answer(snapshot: Snapshot, q: RecommendQuery, as_csv: bool, settings: Settings) -> Response:

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from service.schemas import Problem
+from service.schemas.common import Problem
 
 Responses = dict[int | str, dict[str, Any]]
 

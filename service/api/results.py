@@ -2,23 +2,23 @@
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
-from service import idempotency
-from service.api.deps import RowId, SessionDep, WriteSessionDep
+from service.api.deps import MetricsDep, RowId, SessionDep, WriteSessionDep
 from service.api.pagination import decode_cursor, split_page
 from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
-from service.auth import AdminKey, SubmitterKey
-from service.errors import NotFound
-from service.groups import refresh_groups
-from service.ingest import BatchRejected, store_results
+from service.api.security import AdminKey, SubmitterKey
+from service.core.errors import NotFound
+from service.ingest import idempotency
+from service.ingest.gate import BatchRejected, store_results
+from service.ingest.groups import refresh_groups
 from service.models import ApiKey, Gpu, Result, ResultAudit, Workload, utcnow
-from service.schemas import (
-    Page,
+from service.schemas.common import Page
+from service.schemas.results import (
     ResultBatchIn,
     ResultBatchOut,
     ResultIn,
@@ -75,7 +75,7 @@ def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
     summary="Submit one benchmark result or a batch of up to 1000",
 )
 def post_results(
-    request: Request,
+    metrics: MetricsDep,
     submitter: SubmitterKey,
     session: WriteSessionDep,
     payload: Annotated[Any, Body(include_in_schema=False)],
@@ -119,7 +119,7 @@ def post_results(
         record.response = body
         session.add(record)
     session.commit()
-    ingested = request.app.state.metrics.results
+    ingested = metrics.results
     for outcome in outcomes:
         ingested.labels(outcome["status"]).inc()
     return JSONResponse(body, status_code=201)

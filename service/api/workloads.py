@@ -3,10 +3,11 @@
 from fastapi import APIRouter
 from sqlmodel import col, select
 
-from service import crud
 from service.api.deps import SessionDep
+from service.catalog import lookup
 from service.models import ScalingProfile, Workload
-from service.schemas import Page, Problem, ScalingProfileRead, WorkloadRead
+from service.schemas.catalog import ScalingProfileRead, WorkloadRead
+from service.schemas.common import Page, Problem
 
 router = APIRouter(tags=["workloads"])
 
@@ -19,7 +20,7 @@ def list_workloads(session: SessionDep) -> Page[WorkloadRead]:
 
 @router.get("/workloads/{slug}", response_model=WorkloadRead, responses={404: {"model": Problem}})
 def get_workload(slug: str, session: SessionDep) -> WorkloadRead:
-    return WorkloadRead.model_validate(crud.workload_by_slug(session, slug))
+    return WorkloadRead.model_validate(lookup.workload_by_slug(session, slug))
 
 
 @router.get("/scaling-profiles", response_model=Page[ScalingProfileRead])

@@ -11,16 +11,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
 from service.calibration.identity import host_identity
 from service.calibration.microbench import run_microbench
-from service.schemas import CalibrationReport, HostIdentity
+from service.domain.vocabulary import Device
+from service.schemas.calibration import CalibrationReport, HostIdentity
 
 log = logging.getLogger("gpu_advisor.agent")
-Device = Literal["cuda", "cpu"]
 MAX_BACKOFF_S = 30.0
 
 

@@ -3,7 +3,8 @@
 A calibration is only comparable with another one taken on the same hardware *and* the same
 driver / CUDA / torch stack: a driver update can move matmul throughput by several percent. So
 `host_identity` records, per device, the name, UUID, memory, driver, CUDA driver version and torch
-version, and `stack_fingerprint` hashes exactly the fields that define the stack (name, uuid,
+version, and `service.calibration.report.stack_fingerprint` hashes exactly the fields that
+define the stack (name, uuid,
 driver, cuda, torch). The fingerprint changes when any of them changes and is independent of the
 order the devices were enumerated in.
 
@@ -15,16 +16,14 @@ lazily). Without NVML there is no trustworthy identity, so a CUDA request raises
 Memory is reported in GB as vendors label it (2**30 bytes: an "80 GB" H100 reads ~79.6).
 """
 
-import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import socket
 from typing import Any, Literal
 
 from service import __version__
-from service.schemas import GpuIdentity, HostIdentity
+from service.schemas.calibration import GpuIdentity, HostIdentity
 
 GIB = 2**30
 MAX_DEVICES = 16  # HostIdentity.gpus holds at most 16
@@ -36,12 +35,6 @@ def host_identity(device: Literal["cuda", "cpu"]) -> HostIdentity:
     return HostIdentity(
         hostname=hostname(), device=device, gpus=gpus, agent_version=__version__[:32]
     )
-
-
-def stack_fingerprint(identity: HostIdentity) -> str:
-    """sha256 hex of the sorted (name, uuid, driver, cuda, torch) tuples of the devices."""
-    rows = sorted(json.dumps([g.name, g.uuid, g.driver, g.cuda, g.torch]) for g in identity.gpus)
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
 def hostname() -> str:

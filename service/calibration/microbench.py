@@ -39,17 +39,17 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from service.calibration.identity import cpu_name, cuda_version, text
-from service.schemas import CalibrationReport, MatmulDtype, MatmulMeasurement, Telemetry
+from service.domain.vocabulary import Device
+from service.schemas.calibration import CalibrationReport, MatmulDtype, MatmulMeasurement, Telemetry
 
 MIB = 2**20
 GIB = 2**30
 Shape = tuple[int, int, int]  # (m, n, k): (m x k) @ (k x n)
-Device = Literal["cuda", "cpu"]
 
 
 @dataclass(frozen=True)
@@ -131,19 +131,6 @@ def transfer_gbs(nbytes: int, seconds_list: list[float], passes: int) -> float:
     if seconds <= 0:
         raise ValueError("seconds must be positive")
     return passes * nbytes / seconds / 1e9
-
-
-def best_tflops(report: CalibrationReport) -> dict[MatmulDtype, float]:
-    """The best median TFLOPS across shapes, per dtype."""
-    best: dict[MatmulDtype, float] = {}
-    for m in report.matmul:
-        best[m.dtype] = max(best.get(m.dtype, 0.0), m.tflops_median)
-    return best
-
-
-def noise(report: CalibrationReport) -> float:
-    """The largest relative spread (IQR / median) of any measurement in the report."""
-    return max(m.tflops_iqr / m.tflops_median for m in report.matmul)
 
 
 # --- backends -------------------------------------------------------------------------------

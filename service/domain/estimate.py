@@ -12,11 +12,11 @@ free two-exponent fit extrapolates wildly. The error band is the leave-one-out R
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-Basis = Literal["measured", "estimated"]
+from service.domain.vocabulary import Basis, Measurement
+
 # A band with one anchor or none has no data to size it: a wide, stated default.
 DEFAULT_BAND = 0.5
 # Roofline prior without any measurement: fraction of peak a real training step reaches
@@ -33,13 +33,6 @@ class GpuPerf:
     slug: str
     compute_tflops: float  # effective: spec peak for the precision x calibration efficiency
     bandwidth_gbs: float
-
-
-@dataclass(frozen=True)
-class Measurement:
-    median: float
-    n: int
-    mad: float
 
 
 @dataclass(frozen=True)
@@ -151,16 +144,8 @@ def estimate_all(
     for gpu in gpus:
         m = measured.get(gpu.slug)
         if m is not None:
-            spread = 1.4826 * m.mad
-            out[gpu.slug] = Estimate(
-                gpu.slug,
-                m.median,
-                "measured",
-                m.n,
-                max(m.median - spread, 0.0),
-                m.median + spread,
-                "measured",
-            )
+            low, high = m.band()
+            out[gpu.slug] = Estimate(gpu.slug, m.median, "measured", m.n, low, high, "measured")
             continue
         if fit is not None:
             value, model = predict(*fit, gpu), "fit"

@@ -10,15 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from service.domain.vocabulary import Measurement
+
 MIN_GROUP_SIZE = 5
 THRESHOLD = 3.5
-
-
-@dataclass(frozen=True)
-class Summary:
-    median: float
-    n: int
-    mad: float
 
 
 @dataclass(frozen=True)
@@ -31,11 +26,11 @@ class GroupStats:
     mean_ad: float
 
 
-def summarize(values: Sequence[float]) -> Summary:
+def summarize(values: Sequence[float]) -> Measurement:
     """Median, count and median absolute deviation (unscaled) of `values` (non-empty)."""
     arr = np.asarray(values, dtype=float)
     median = float(np.median(arr))
-    return Summary(median=median, n=len(arr), mad=float(np.median(np.abs(arr - median))))
+    return Measurement(median=median, n=len(arr), mad=float(np.median(np.abs(arr - median))))
 
 
 def group_stats(values: Sequence[float]) -> GroupStats:

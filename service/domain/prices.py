@@ -3,9 +3,8 @@
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal
 
-ConditionChoice = Literal["new", "used", "any"]
+from service.domain.vocabulary import ConditionChoice
 
 
 @dataclass(frozen=True)

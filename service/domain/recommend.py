@@ -3,9 +3,10 @@
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from service.domain.estimate import Estimate, Measurement
+from service.domain.estimate import Estimate
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
+from service.domain.vocabulary import Measurement
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,14 @@ def configurations(
             measured = measured_multi.get((cand.slug, count)) if count > 1 else None
             if measured is not None and use_measured_multi:
                 ratio = measured.median / single.value
-                spread = 1.4826 * measured.mad
+                low, high = measured.band()
                 configs.append(
                     Configuration(
                         cand,
                         count,
                         measured.median,
-                        max(measured.median - spread, 0),
-                        measured.median + spread,
+                        low,
+                        high,
                         ratio,
                         "measured",
                         "measured",

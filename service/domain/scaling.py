@@ -2,9 +2,9 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
-Mode = Literal["parallel", "independent"]
+from service.domain.vocabulary import Mode
+
 ProfileKey = tuple[str, str, int]  # framework, interconnect, gpu_count
 FALLBACK_FRAMEWORK = "default"
 FALLBACK_INTERCONNECT = "pcie"

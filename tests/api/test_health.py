@@ -2,9 +2,9 @@
 
 from fastapi.testclient import TestClient
 
-from service import migrations
+from service.core import migrations
+from service.core.settings import Settings
 from service.main import create_app
-from service.settings import Settings
 from tests.conftest import drop_database, new_database_url
 
 

@@ -6,8 +6,8 @@ import logging
 
 from fastapi.testclient import TestClient
 
+from service.core.observability import JsonFormatter
 from service.main import create_app
-from service.observability import JsonFormatter
 
 RESULT = {
     "gpu": "nvidia-rtx-4090",

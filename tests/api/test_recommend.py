@@ -5,9 +5,9 @@ import io
 
 import pytest
 
-from service import catalog
 from service.api import rankings as rankings_api
 from service.api import recommend as recommend_api
+from service.catalog import loaders as catalog
 
 
 def post_results(client, keys, gpu, values, workload="resnet50-train", precision="fp16", count=1):
@@ -245,7 +245,7 @@ def test_a_repeated_request_is_answered_from_the_answer_cache_like_the_first(cli
     url = "/recommend?budget=2000&workload=resnet50-train"
     first = client.get(url)
     second = client.get(url)
-    assert len(runs) == 1 and len(client.app.state.answers) == 1
+    assert len(runs) == 1 and len(client.app.state.read_model.answers) == 1
     assert (second.status_code, second.content) == (first.status_code, first.content)
     assert {k: v for k, v in second.headers.items() if k != "x-request-id"} == {
         k: v for k, v in first.headers.items() if k != "x-request-id"
@@ -264,7 +264,8 @@ def test_errors_are_never_stored_and_a_csv_hint_survives_the_cache(client, monke
     assert client.get("/recommend?budget=-1").status_code == 422
     assert client.get("/recommend?budget=1&workload=nope").status_code == 422
     assert client.get("/recommend?budget=1&workload=nope").status_code == 422
-    assert len(runs) == 2 and len(client.app.state.answers) == 0  # budget=-1 never ran it
+    answers = client.app.state.read_model.answers
+    assert len(runs) == 2 and len(answers) == 0  # budget=-1 never ran it
     hinted = client.get("/recommend?budget=1&format=csv")
     again = client.get("/recommend?budget=1&format=csv")
     assert len(runs) == 3

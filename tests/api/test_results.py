@@ -8,7 +8,7 @@ import statistics
 import pytest
 from sqlmodel import Session, func, select
 
-from service import catalog
+from service.catalog import loaders as catalog
 from service.models import Aggregate, Gpu, IdempotencyRecord, Result, ResultAudit, Workload
 
 RTX_4090_FP16_PEAK = 165.2  # dense tensor TFLOPS, FP32 accumulate (seed catalog)
@@ -395,7 +395,7 @@ def test_admin_catalog_writes(client, keys):
 
 
 def test_large_groups_judge_new_results_on_stored_stats_and_refresh_as_they_grow(client, keys, db):
-    from service.groups import FULL_PASS_BELOW, REEVALUATE_GROWTH
+    from service.ingest.groups import FULL_PASS_BELOW, REEVALUATE_GROWTH
 
     base = [1400.0 + (i % 21) * 10 for i in range(100)]  # 1400..1600
     assert len(base) >= FULL_PASS_BELOW

@@ -31,9 +31,9 @@ from schemathesis.specs.openapi.checks import (
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from service.hosts import register_host
+from service.core.settings import Settings
+from service.hosts.lifecycle import register_host
 from service.main import create_app
-from service.settings import Settings
 from tests.conftest import Keys
 
 SEED = 20240601
@@ -65,7 +65,7 @@ def app(db: Engine, settings: Settings) -> Iterator[FastAPI]:
 
 @pytest.fixture
 def host_token(db: Engine) -> str:
-    with Session(db) as session:
+    with Session(db) as session, session.begin():
         return register_host(session, "schemathesis-host", 86400)[1]
 
 

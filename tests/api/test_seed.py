@@ -2,9 +2,9 @@
 
 from sqlmodel import Session, func, select
 
-from service import catalog
+from service.catalog import loaders as catalog
+from service.catalog.seed import seed
 from service.models import Gpu, Price, ScalingProfile, Workload
-from service.seed import seed
 
 
 def _counts(engine):

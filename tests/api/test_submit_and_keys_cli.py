@@ -72,7 +72,7 @@ def test_batch_key_depends_only_on_content():
 
 
 def test_keys_cli_create_list_revoke(db, database_url, monkeypatch):
-    from service.settings import get_settings
+    from service.core.settings import get_settings
 
     monkeypatch.setenv("GPU_ADVISOR_DATABASE_URL", database_url)
     get_settings.cache_clear()

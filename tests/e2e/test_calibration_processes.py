@@ -8,10 +8,10 @@ import pytest
 from sqlmodel import Session, select
 
 from service.auth import create_api_key
-from service.db import make_engine
-from service.hosts import register_host
+from service.catalog.seed import seed
+from service.core.db import make_engine
+from service.hosts.lifecycle import register_host
 from service.models import Calibration, Job
-from service.seed import seed
 from tests.conftest import drop_database, new_database_url
 from tests.e2e.servers import free_port, run_cli, running_server, start_agent, wait_for
 
@@ -25,7 +25,7 @@ def database(tmp_path):
     run_cli(url, "migrate")
     engine = make_engine(url)
     seed(engine)
-    with Session(engine) as session:
+    with Session(engine) as session, session.begin():
         create_api_key(session, "ops", "admin")
     try:
         yield url, engine
@@ -35,7 +35,7 @@ def database(tmp_path):
 
 
 def new_host(engine, name: str) -> str:
-    with Session(engine) as session:
+    with Session(engine) as session, session.begin():
         return register_host(session, name, 86400)[1]
 
 

@@ -10,10 +10,10 @@ import pytest
 from sqlmodel import Session, col, func, select
 
 from service.auth import create_api_key
-from service.db import make_engine
-from service.hosts import register_host
+from service.catalog.seed import seed
+from service.core.db import make_engine
+from service.hosts.lifecycle import register_host
 from service.models import Calibration, Job, Result
-from service.seed import seed
 from tests.conftest import drop_database, new_database_url
 from tests.e2e.postgres_cluster import PostgresCluster
 from tests.e2e.servers import run_cli, running_server, start_agent, wait_for
@@ -58,7 +58,7 @@ def prepared(url: str) -> tuple[object, str]:
     run_cli(url, "migrate")
     engine = make_engine(url)
     seed(engine)
-    with Session(engine) as session:
+    with Session(engine) as session, session.begin():
         key = create_api_key(session, "lab", "submitter")[1]
     return engine, key
 
@@ -152,7 +152,7 @@ def test_two_api_processes_and_two_agents_lose_and_duplicate_nothing(tmp_path):
     url = new_database_url(str(tmp_path))
     try:
         engine, key = prepared(url)
-        with Session(engine) as session:
+        with Session(engine) as session, session.begin():
             tokens = [register_host(session, f"cpu-{i}", 86400)[1] for i in range(2)]
         env = {"GPU_ADVISOR_AGENT_POLL_S": "1"}
         with running_server(url, **env) as one, running_server(url, **env) as two:

@@ -10,9 +10,9 @@ import pytest
 from sqlmodel import Session, func, select
 
 from service.auth import create_api_key
-from service.db import make_engine
+from service.catalog.seed import seed
+from service.core.db import make_engine
 from service.models import Aggregate, Result
-from service.seed import seed
 from tests.conftest import drop_database, new_database_url
 from tests.e2e.servers import CLI, ROOT, cli_env, run_cli, running_server
 
@@ -26,7 +26,7 @@ def served(tmp_path):
     run_cli(url, "migrate")
     engine = make_engine(url)
     seed(engine)
-    with Session(engine) as session:
+    with Session(engine) as session, session.begin():
         key = create_api_key(session, "lab", "submitter")[1]
     try:
         with running_server(url) as base:

@@ -10,9 +10,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from service.answer_cache import MAX_QUERY_BYTES, AnswerCache, ServeCachedAnswers, answer_key
 from service.api.csv_format import wants_csv
-from service.performance import SnapshotCache, SnapshotKey
+from service.read_model.answer_cache import (
+    MAX_QUERY_BYTES,
+    AnswerCache,
+    ServeCachedAnswers,
+    answer_key,
+)
+from service.read_model.snapshot import SnapshotKey
+from service.read_model.snapshot_cache import SnapshotCache
 
 DAY = date(2026, 12, 3)
 KEY = SnapshotKey("llm-train", None, "any", DAY)

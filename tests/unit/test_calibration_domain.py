@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from service import catalog
+from service.catalog import loaders as catalog
 from service.domain.calibration_gate import efficiencies, judge
 from service.domain.due import due_reason, host_state
 from service.domain.matching import map_device

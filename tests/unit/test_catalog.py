@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from service import catalog
+from service.catalog import loaders as catalog
 
 REQUIRED = [
     "nvidia-gtx-1070",

@@ -5,16 +5,15 @@ import time
 
 import pytest
 
-from service.calibration.identity import host_identity, stack_fingerprint
+from service.calibration.identity import host_identity
 from service.calibration.microbench import (
-    best_tflops,
     matmul_tflops,
-    noise,
     run_microbench,
     summarize_times,
     transfer_gbs,
 )
-from service.schemas import CalibrationReport, HostIdentity, MatmulMeasurement
+from service.calibration.report import best_tflops, noise, stack_fingerprint
+from service.schemas.calibration import CalibrationReport, HostIdentity, MatmulMeasurement
 
 
 def measurement(dtype: str, m: int, median: float, iqr: float) -> MatmulMeasurement:

@@ -2,7 +2,7 @@
 
 import threading
 
-from service.performance import SnapshotCache
+from service.read_model.snapshot_cache import SnapshotCache
 
 
 def test_one_rebuild_at_a_time_and_stale_served_meanwhile():

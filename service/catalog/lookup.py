@@ -2,10 +2,11 @@
 
 from collections.abc import Sequence
 
+from fastapi.exceptions import RequestValidationError
 from sqlmodel import Session, col, select
 
+from service.core.errors import NotFound
 from service.domain.matching import suggest
-from service.errors import NotFound
 from service.models import Gpu, Workload
 
 
@@ -22,6 +23,23 @@ def workload_by_slug(session: Session, slug: str) -> Workload:
     if workload is None:
         suggestions = suggest(slug, session.exec(select(Workload.slug)).all())
         raise NotFound(f"unknown workload '{slug}'", suggestions)
+    return workload
+
+
+def workload_or_422(session: Session, slug: str) -> Workload:
+    workload = session.exec(select(Workload).where(Workload.slug == slug)).first()
+    if workload is None:
+        choices = session.exec(select(Workload.slug)).all()
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("query", "workload"),
+                    "msg": f"unknown workload '{slug}'",
+                    "type": "unknown_workload",
+                    "suggestions": suggest(slug, choices),
+                }
+            ]
+        )
     return workload
 
 

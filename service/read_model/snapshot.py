@@ -7,30 +7,20 @@ cost does not grow with the number of results, and it is cached per process: a w
 this process invalidates it at once, writes through other processes within `cache_ttl_s`.
 """
 
-import threading
-import time
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import NamedTuple
 
 from sqlmodel import Session, col, select
 
+from service.catalog.peaks import CALIBRATED_RATE, peak_rates
 from service.domain import estimate as est
 from service.domain.plausibility import peak_tflops
-from service.domain.prices import ConditionChoice, PriceObservation, current_price
+from service.domain.prices import PriceObservation, current_price
 from service.domain.recommend import Candidate, Configuration, configurations
-from service.domain.scaling import Mode, ProfileKey, scaling
-from service.ingest import peak_rates
+from service.domain.scaling import ProfileKey, scaling
+from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
-
-CALIBRATED_RATE = {  # precision -> (calibration column, gpu spec column)
-    "fp32": ("fp32_tflops", "fp32_tflops"),
-    "tf32": ("tf32_tflops", "tf32_tensor_tflops"),
-    "fp16": ("fp16_tflops", "fp16_tensor_tflops"),
-    "bf16": ("bf16_tflops", "bf16_tensor_tflops"),
-    "fp8": ("fp8_tflops", "fp8_tensor_tflops"),
-}
 
 
 class SnapshotKey(NamedTuple):
@@ -165,67 +155,3 @@ def build_snapshot(
     return Snapshot(
         workload, precision, candidates, measured_multi, profiles, by_slug.get(reference_slug)
     )
-
-
-class SnapshotCache:
-    """Per-process cache of snapshots, made stale by any local write or after `ttl_s`.
-
-    Rebuilds are single-flight: when an entry is stale, one caller rebuilds it while the others
-    keep serving the stale snapshot (for about one rebuild, ~10 ms), so a stream of writes does
-    not make every reader rebuild. A caller that finds no snapshot at all waits for the one
-    rebuild instead of starting its own.
-    """
-
-    def __init__(self, ttl_s: float) -> None:
-        self.ttl_s = ttl_s
-        self._lock = threading.Lock()
-        self._generation = 0
-        self._entries: dict[Hashable, tuple[int, float, Snapshot]] = {}
-        self._building: dict[Hashable, threading.Lock] = {}
-
-    def invalidate(self) -> None:
-        with self._lock:
-            self._generation += 1
-
-    def _lookup(self, key: Hashable) -> tuple[Snapshot | None, bool]:
-        """(snapshot of the current generation or None, whether it is still fresh)."""
-        with self._lock:
-            entry = self._entries.get(key)
-            generation = self._generation
-        if entry is None:
-            return None, False
-        return entry[2], entry[0] == generation and time.monotonic() - entry[1] < self.ttl_s
-
-    def fresh(self, key: Hashable) -> Snapshot | None:
-        snapshot, is_fresh = self._lookup(key)
-        return snapshot if is_fresh else None
-
-    def is_current(self, key: Hashable, snapshot: Snapshot) -> bool:
-        """Whether `snapshot` is what this cache serves, fresh, for `key` (answers computed
-        from it are then still right)."""
-        return self.fresh(key) is snapshot
-
-    def get(self, key: Hashable, build: Callable[[], Snapshot]) -> Snapshot:
-        """The cached snapshot, rebuilding it (once, whoever asks) when needed. Blocking."""
-        snapshot, is_fresh = self._lookup(key)
-        if snapshot is not None and is_fresh:
-            return snapshot
-        with self._lock:
-            key_lock = self._building.setdefault(key, threading.Lock())
-        if snapshot is not None and not key_lock.acquire(blocking=False):
-            return snapshot  # expired, and someone is already rebuilding it
-        if snapshot is None:
-            key_lock.acquire()
-        try:
-            again, is_fresh = self._lookup(key)
-            if again is not None and is_fresh:
-                return again
-            with self._lock:
-                generation = self._generation
-            built = build()
-            with self._lock:
-                if self._generation == generation:
-                    self._entries[key] = (generation, time.monotonic(), built)
-            return built
-        finally:
-            key_lock.release()

@@ -13,14 +13,13 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from service.auth import generate_secret, secret_matches, split_prefix
-from service.calibration.identity import stack_fingerprint
-from service.calibration.microbench import best_tflops, noise
+from service.calibration.report import best_tflops, noise, stack_fingerprint
+from service.catalog.peaks import spec_peaks
 from service.domain import calibration_gate
 from service.domain.due import due_reason
 from service.domain.matching import map_device
 from service.models import Calibration, Gpu, Host, Job
-from service.performance import CALIBRATED_RATE
-from service.schemas import CalibrationReport, HostIdentity
+from service.schemas.calibration import CalibrationReport, HostIdentity
 
 OPEN_JOB_STATUSES = ("todo", "running")
 
@@ -39,8 +38,7 @@ def register_host(session: Session, name: str, interval_s: int) -> tuple[Host, s
         name=name, token_prefix=secret.prefix, token_sha256=secret.sha256, interval_s=interval_s
     )
     session.add(host)
-    session.commit()
-    session.refresh(host)
+    session.flush()  # the id; the caller commits
     return host, secret.secret
 
 
@@ -53,12 +51,6 @@ def find_host(session: Session, token: str) -> Host | None:
     if host is None or host.retired_at is not None or not secret_matches(token, host.token_sha256):
         return None
     return host
-
-
-def spec_peaks(gpu: Gpu | None) -> dict[str, float | None]:
-    if gpu is None:
-        return {}
-    return {dtype: getattr(gpu, spec_col) for dtype, (_c, spec_col) in CALIBRATED_RATE.items()}
 
 
 def _catalog(session: Session) -> list[tuple[str, list[str], float]]:

@@ -21,7 +21,7 @@ from sqlalchemy import Table, and_, bindparam, tuple_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, SQLModel
 
-from service.db import lock_keys, raw_pg_cursor, upsert_many
+from service.core.db import lock_keys, raw_pg_cursor, upsert_many
 from service.domain.outliers import GroupStats, flag, group_stats, summarize
 from service.models import utcnow
 

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from fastapi import Request
 from sqlalchemy import event, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -61,7 +60,8 @@ def write_engine(engine: Engine) -> Engine:
     return engine
 
 
-def _session(engine: Engine) -> Iterator[Session]:
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session on `engine`, closed at the end (the generator behind the session dependencies)."""
     session = Session(engine)
     try:
         yield session
@@ -73,16 +73,6 @@ def _session(engine: Engine) -> Iterator[Session]:
             session.close()
         except DBAPIError:
             log.warning("closing a session on a lost database connection failed", exc_info=True)
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: one read session per request on the app's engine."""
-    yield from _session(request.app.state.engine)
-
-
-def get_write_session(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: a session for requests that write (BEGIN IMMEDIATE on SQLite)."""
-    yield from _session(write_engine(request.app.state.engine))
 
 
 def lock_keys(session: Session, keys: Iterable[str]) -> None:

@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from service import catalog
+from service.catalog import loaders
 from service.models import Gpu, Price, ScalingProfile, Workload
+from service.schemas.catalog import GpuCreate
 
 
 @dataclass
@@ -17,7 +18,7 @@ class SeedReport:
     prices: int = 0
 
 
-def gpu_row(spec: catalog.GpuCreate) -> Gpu:
+def gpu_row(spec: GpuCreate) -> Gpu:
     data = spec.model_dump()
     data["aliases"] = "|".join(spec.aliases)
     return Gpu(**data)
@@ -32,7 +33,7 @@ def seed(engine: Engine) -> SeedReport:
             for gid, slug in session.exec(select(Gpu.id, Gpu.slug)).all()
             if gid is not None
         }
-        for spec in catalog.load_gpus():
+        for spec in loaders.load_gpus():
             if spec.slug not in known_gpus:
                 gpu = gpu_row(spec)
                 session.add(gpu)
@@ -42,7 +43,7 @@ def seed(engine: Engine) -> SeedReport:
                 report.gpus += 1
 
         msrp_gpu_ids = set(session.exec(select(Price.gpu_id).where(Price.source == "msrp")).all())
-        for launch in catalog.load_launch_prices():
+        for launch in loaders.load_launch_prices():
             gpu_id = known_gpus[launch.gpu]
             if gpu_id not in msrp_gpu_ids:
                 session.add(
@@ -58,7 +59,7 @@ def seed(engine: Engine) -> SeedReport:
                 report.prices += 1
 
         known_workloads = set(session.exec(select(Workload.slug)).all())
-        for workload in catalog.load_workloads():
+        for workload in loaders.load_workloads():
             if workload.slug not in known_workloads:
                 session.add(Workload(**workload.model_dump()))
                 report.workloads += 1
@@ -66,7 +67,7 @@ def seed(engine: Engine) -> SeedReport:
         known_profiles = {
             (p.framework, p.interconnect, p.gpu_count) for p in session.exec(select(ScalingProfile))
         }
-        for profile in catalog.load_scaling_profiles():
+        for profile in loaders.load_scaling_profiles():
             if (profile.framework, profile.interconnect, profile.gpu_count) not in known_profiles:
                 session.add(ScalingProfile(**profile.model_dump()))
                 report.scaling_profiles += 1

@@ -12,27 +12,85 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
 class ApiError(Exception):
+    """Base of the errors services raise on purpose; each subclass is one documented answer.
+
+    Answered as {"detail": ..., "suggestions": [...]} with `status_code` and `headers`.
+    """
+
     status_code = 400
 
-    def __init__(self, detail: str, suggestions: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        detail: str,
+        suggestions: list[str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.suggestions = suggestions or []
+        self.headers = headers
 
 
 class NotFound(ApiError):
     status_code = 404
 
 
+class UnknownSlug(NotFound):
+    """A slug that names no catalog row; `suggestions` are the closest known slugs."""
+
+    def __init__(self, kind: str, slug: str, suggestions: list[str]) -> None:
+        super().__init__(f"unknown {kind} '{slug}'", suggestions)
+        self.kind = kind
+        self.slug = slug
+
+
 class Conflict(ApiError):
     status_code = 409
+
+
+class Unauthorized(ApiError):
+    status_code = 401
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, headers={"WWW-Authenticate": "Bearer"})
+
+
+class Forbidden(ApiError):
+    status_code = 403
+
+
+class RateLimited(ApiError):
+    status_code = 429
+
+    def __init__(self, detail: str, retry_after_s: int) -> None:
+        super().__init__(detail, headers={"Retry-After": str(retry_after_s)})
+
+
+class InvalidInput(Exception):
+    """Request input that fails a check beyond its schema: answered 422 in the same shape as
+    FastAPI's validation errors ({"detail": [{"loc", "msg", "type", ...}]})."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__(f"{len(errors)} invalid fields")
+        self.errors = errors
+
+    @classmethod
+    def one(cls, loc: tuple[str | int, ...], msg: str, kind: str, **extra: Any) -> "InvalidInput":
+        return cls([{"loc": list(loc), "msg": msg, "type": kind, **extra}])
 
 
 async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     return JSONResponse(
-        {"detail": exc.detail, "suggestions": exc.suggestions}, status_code=exc.status_code
+        {"detail": exc.detail, "suggestions": exc.suggestions},
+        status_code=exc.status_code,
+        headers=exc.headers,
     )
+
+
+async def _invalid_input(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, InvalidInput)
+    return JSONResponse({"detail": exc.errors}, status_code=422)
 
 
 def _clean_error(error: Any) -> dict[str, Any]:
@@ -75,6 +133,7 @@ async def _database_unavailable(_request: Request, exc: Exception) -> JSONRespon
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(InvalidInput, _invalid_input)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(DBAPIError, _database_unavailable)

@@ -13,12 +13,13 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from service.db import insert_returning_ids
+from service.catalog.peaks import peak_rates
+from service.core.db import insert_returning_ids
 from service.domain.matching import suggest
-from service.domain.plausibility import PeakRates, exceeds_peak
-from service.groups import RESULT_TABLE, GroupKey, evaluate, group_key
+from service.domain.plausibility import exceeds_peak
+from service.ingest.groups import RESULT_TABLE, GroupKey, evaluate, group_key
 from service.models import ApiKey, Gpu, Workload, utcnow
-from service.schemas import ResultIn, ResultOutcome
+from service.schemas.results import ResultIn, ResultOutcome
 
 
 @dataclass(frozen=True)
@@ -44,18 +45,6 @@ class BatchRejected(Exception):
     def __init__(self, errors: list[ItemError]) -> None:
         super().__init__(f"{len(errors)} invalid items")
         self.errors = errors
-
-
-def peak_rates(gpu: Gpu) -> PeakRates:
-    return PeakRates(
-        fp32=gpu.fp32_tflops,
-        fp16_vector=gpu.fp16_tflops,
-        tf32_tensor=gpu.tf32_tensor_tflops,
-        fp16_tensor=gpu.fp16_tensor_tflops,
-        bf16_tensor=gpu.bf16_tensor_tflops,
-        fp8_tensor=gpu.fp8_tensor_tflops,
-        int8=gpu.int8_tops,
-    )
 
 
 def _unknown_slug_errors(

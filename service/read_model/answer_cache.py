@@ -22,8 +22,8 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.api.csv_format import accept_asks_for_csv
-from service.performance import Snapshot, SnapshotCache, SnapshotKey, utc_today
+from service.read_model.snapshot import Snapshot, SnapshotKey, utc_today
+from service.read_model.snapshot_cache import SnapshotCache
 
 MAX_ENTRIES = 4096
 MAX_BYTES = 32 * 1024 * 1024  # bodies in all, per process; least recently used go first
@@ -31,6 +31,13 @@ MAX_BODY_BYTES = 256 * 1024  # larger answers (e.g. /recommend?limit=50 is ~45 K
 MAX_QUERY_BYTES = 1024  # longer query strings are answered but not stored
 
 AnswerKey = tuple[str, bytes, bool]
+
+
+def accept_asks_for_csv(scope: Scope) -> bool:
+    """The request's first Accept header names text/csv (read from the ASGI scope, so the
+    answer cache can key on it before any Request exists)."""
+    accept = next((value for name, value in scope["headers"] if name == b"accept"), b"")
+    return b"text/csv" in accept
 
 
 def answer_key(scope: Scope) -> AnswerKey | None:

@@ -1,0 +1,1 @@
+"""Configuration, database access, the error family, observability, middleware, migrations."""

@@ -1,0 +1,1 @@
+"""Server side of calibration: host registration, heartbeats, due jobs, leases, acceptance."""

@@ -1,0 +1,1 @@
+"""The write path for results: the gate, the group statistics, idempotency."""

@@ -1,0 +1,63 @@
+"""Reads through the caches: the (cached) snapshot for a key, and storing a finished answer."""
+
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+from starlette.responses import Response
+from starlette.types import Scope
+
+from service.catalog.lookup import workload_or_422
+from service.core.settings import Settings
+from service.domain.vocabulary import ConditionChoice
+from service.read_model.answer_cache import AnswerCache
+from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
+from service.read_model.snapshot_cache import SnapshotCache
+
+
+def snapshot_key(
+    workload_slug: str, precision: str | None, condition: ConditionChoice
+) -> SnapshotKey:
+    return SnapshotKey(workload_slug, precision, condition, utc_today())
+
+
+class ReadModel:
+    """What the read routes go through: snapshots from their cache (built once, in the thread
+    pool, when missing or stale) and the answer cache that stores finished answers."""
+
+    def __init__(
+        self, engine: Engine, settings: Settings, snapshots: SnapshotCache, answers: AnswerCache
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.snapshots = snapshots
+        self.answers = answers
+
+    async def snapshot(self, key: SnapshotKey) -> Snapshot:
+        """The snapshot for `key`: from the cache without touching the database, or built
+        (once) in the thread pool with a session of its own."""
+        cached = self.snapshots.fresh(key)
+        if cached is not None:
+            return cached
+        settings, engine = self.settings, self.engine
+
+        def build() -> Snapshot:
+            with Session(engine) as session:
+                workload = workload_or_422(session, key.workload)
+                return build_snapshot(
+                    session,
+                    workload,
+                    key.precision or workload.precision,
+                    key.condition,
+                    settings.reference_gpu,
+                    key.day,
+                    settings.price_max_age_days,
+                )
+
+        return await run_in_threadpool(self.snapshots.get, key, build)
+
+    def stored(
+        self, scope: Scope, key: SnapshotKey, snapshot: Snapshot, answer: Response
+    ) -> Response:
+        """`answer`, kept for repeats of this request (ServeCachedAnswers answers them)."""
+        self.answers.store(scope, key, snapshot, answer)
+        return answer

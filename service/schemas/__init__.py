@@ -1,0 +1,1 @@
+"""Request and response models: the API contract, one module per resource."""
