@@ -26,13 +26,24 @@ import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
-COLUMNS = (
-    "gpu,workload,value,precision,gpu_count,batch_size,framework,framework_version,"
-    "source,source_date,device_string,system,note"
-).split(",")
+COLUMNS = [
+    "gpu",
+    "workload",
+    "value",
+    "precision",
+    "gpu_count",
+    "batch_size",
+    "framework",
+    "framework_version",
+    "source",
+    "source_date",
+    "device_string",
+    "system",
+    "note",
+]
 
 HEAD_COMMIT = "aa5addb6"
 HEAD_DATE = "2025-12-17"
@@ -205,7 +216,7 @@ def _blame_dates(git_dir: Path | None, commit: str, repo_path: str) -> dict[str,
     when = ""
     for line in out.splitlines():
         if line.startswith("author-time "):
-            when = datetime.utcfromtimestamp(int(line.split()[1])).date().isoformat()
+            when = datetime.fromtimestamp(int(line.split()[1]), tz=UTC).date().isoformat()
         elif line.startswith("\t"):
             dates[line[1:].split(",")[0]] = when
     return dates
