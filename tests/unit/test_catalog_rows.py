@@ -85,9 +85,7 @@ def test_row_is_sourced_and_available_fields_are_valid(row: dict[str, str]) -> N
     assert row["sold_as"] in SOLD_AS
     if row["discontinued_on"]:
         assert row["status"] == "discontinued"
-        assert date.fromisoformat(row["discontinued_on"]) >= date.fromisoformat(
-            row["launch_date"]
-        )
+        assert date.fromisoformat(row["discontinued_on"]) >= date.fromisoformat(row["launch_date"])
     if row["status"] == "discontinued" and not row["discontinued_on"]:
         assert "no date" in row["availability_source"].lower()
 
