@@ -25,7 +25,7 @@ REQUIRED = {
 def test_required_models_present_and_slugs_unique():
     slugs = [x.slug for x in MODELS]
     assert len(slugs) == len(set(slugs))
-    assert REQUIRED <= set(slugs)
+    assert set(slugs) >= REQUIRED
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda x: x.slug)
