@@ -1,0 +1,183 @@
+"""The memory model against published figures, and its shape (monotone, TP split).
+
+Convention: GB = 1e9 bytes, the unit of model-card parameter counts and Hugging Face file
+listings. 7e9 params x 2 bytes is 14 GB = 13.0 GiB; the "about 13.5 GB" of a 7B fp16 model is
+Llama-2-7B's 6.74e9 params x 2 bytes = 13.48 GB.
+"""
+
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.domain import memory as m
+
+_CAT = resources.files("service.catalog")
+MODELS = {x.slug: x for x in m.parse_models(_CAT.joinpath("models.csv").read_text())}
+QUANTS = m.parse_quantizations(_CAT.joinpath("quantizations.csv").read_text())
+GIB = 2**30
+
+
+def q(name):
+    found = m.find_quantization(name, QUANTS)
+    assert found is not None
+    return found
+
+
+def test_7b_fp16_weights_about_13_5_gb():
+    b = m.memory_breakdown(MODELS["llama-2-7b"], "inference", q("fp16"), context=1)
+    assert b.weights / m.GB == pytest.approx(13.48, abs=0.05)
+
+
+def test_70b_q4_k_m_weights_match_the_published_file():
+    """bartowski Llama-3.1-70B-Q4_K_M.gguf is 42.52 GB."""
+    w = m.weight_bytes(MODELS["llama-3.1-70b"], q("q4_k_m"))
+    assert w / m.GB == pytest.approx(42.52, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("quant", "gib"), [("q8_0", 7.96), ("q6_k", 6.14), ("q5_k_m", 5.33), ("q4_k_m", 4.58)]
+)
+def test_8b_gguf_sizes_match_llama_quantize_table(quant, gib):
+    """llama.cpp tools/quantize/quantize.cpp lists these sizes (GiB) for Llama-3-8B; the bpw in
+    the table come from 70B files, where embeddings weigh less, hence 3% tolerance."""
+    w = m.weight_bytes(MODELS["llama-3.1-8b"], q(quant))
+    assert w / GIB == pytest.approx(gib, rel=0.03)
+
+
+def test_llama3_8b_kv_cache_128_kib_per_token_fp16():
+    assert m.kv_cache_bytes_per_token(MODELS["llama-3.1-8b"], 16) == 128 * 1024
+
+
+def test_kv_cache_term_is_per_token_times_context_and_batch():
+    model = MODELS["llama-3.1-8b"]
+    b = m.memory_breakdown(model, "inference", q("bf16"), context=8192, batch=4)
+    assert b.kv_cache == 128 * 1024 * 8192 * 4
+    half = m.memory_breakdown(model, "inference", q("bf16"), context=8192, batch=4, kv_bits=8)
+    assert half.kv_cache == b.kv_cache / 2
+
+
+def test_mla_cache_is_latent_plus_rope_key():
+    """DeepSeek-V3: 61 layers x (512 + 64) x 2 bytes, not 2 x 61 x 128 heads x 128 x 2."""
+    ds = MODELS["deepseek-v3"]
+    assert m.kv_cache_bytes_per_token(ds, 16) == 61 * 576 * 2
+    assert m.kv_cache_bytes_per_token(ds, 16, gpus=8) == 61 * 576 * 2  # replicated, not split
+
+
+def test_gqa_heads_split_but_never_below_one_per_gpu():
+    model = MODELS["llama-3.1-70b"]  # 8 kv heads
+    one = m.kv_cache_bytes_per_token(model, 16, 1)
+    assert m.kv_cache_bytes_per_token(model, 16, 8) == one / 8
+    assert m.kv_cache_bytes_per_token(model, 16, 16) == one / 8
+
+
+def test_issue_done_when_70b_q4_k_m_8k_context_between_40_and_50_gb():
+    b = m.memory_breakdown(MODELS["llama-3.1-70b"], "inference", q("q4_k_m"), context=8192)
+    assert 40 < b.total_gb < 50
+    assert b.as_gb()["total_gb"] == pytest.approx(b.total_gb, abs=1e-3)
+
+
+def test_qlora_65b_fits_48_gb_as_the_qlora_paper_reports():
+    """Dettmers et al. 2023: QLoRA finetunes a 65B model on a single 48 GB GPU (NF4 + double
+    quantization, LoRA r=64 on all linear layers, gradient checkpointing, batch 1)."""
+    b = m.memory_breakdown(
+        MODELS["llama-65b"], "qlora", q("nf4"), context=512, batch=1, lora_rank=64
+    )
+    assert 35 < b.total_gb < 48
+
+
+def test_full_finetune_is_16_bytes_per_param_before_activations():
+    """ZeRO (Rajbhandari et al. 2020): mixed-precision AdamW = 2 + 2 + 12 bytes per param."""
+    model = MODELS["llama-3.1-8b"]
+    b = m.memory_breakdown(model, "full-finetune", q("bf16"), context=1)
+    states = b.weights + b.gradients + b.optimizer
+    assert states == pytest.approx(16 * model.params_b * 1e9)
+    eight_bit = m.memory_breakdown(
+        model, "full-finetune", q("bf16"), context=1, optimizer="adamw-8bit"
+    )
+    assert eight_bit.optimizer == pytest.approx((2 + 4) * model.params_b * 1e9)
+
+
+def test_checkpointing_saves_activation_memory():
+    model = MODELS["llama-3.1-8b"]
+    kw = {"task": "lora", "quant": q("bf16"), "context": 4096, "batch": 2}
+    full = m.memory_breakdown(model, gradient_checkpointing=False, **kw).activations
+    ckpt = m.memory_breakdown(model, gradient_checkpointing=True, **kw).activations
+    assert ckpt < full / 4  # logits (s x V x 6 bytes) are kept either way
+
+
+def test_lora_params_for_rank_and_targets():
+    model = MODELS["llama-2-7b"]  # q,k,v,o 4096x4096; gate/up/down 4096<->11008
+    attn = m.lora_params(model, 8, "attention")
+    assert attn == 8 * 4 * (4096 + 4096) * 32
+    full = m.lora_params(model, 8, "all-linear")
+    assert full == attn + 8 * 3 * (4096 + 11008) * 32
+    assert m.lora_params(model, 16) == 2 * full
+
+
+def test_full_finetune_rejects_quantized_weights_and_qlora_rejects_16_bit():
+    with pytest.raises(ValueError):
+        m.memory_breakdown(MODELS["llama-3.1-8b"], "full-finetune", q("q4_k_m"))
+    with pytest.raises(ValueError):
+        m.memory_breakdown(MODELS["llama-3.1-8b"], "qlora", q("bf16"))
+
+
+def test_moe_memory_uses_total_params_and_flops_active_params():
+    mix = MODELS["mixtral-8x7b"]
+    w = m.weight_bytes(mix, q("bf16"))
+    assert w == pytest.approx(mix.params_b * 1e9 * 2)
+    f = m.flops_per_token(mix, "decode", context=1)
+    assert f == pytest.approx(2 * mix.active_params_b * 1e9, rel=0.01)
+    prefill = m.flops_per_token(mix, "prefill", context=4096)
+    assert m.flops_per_token(mix, "train", 4096) == pytest.approx(3 * prefill)
+    assert prefill < m.flops_per_token(mix, "decode", context=4096)
+
+
+def test_headroom_and_gpus_needed_are_consistent_with_the_breakdown():
+    model = MODELS["llama-3.1-8b"]
+    ctx = m.max_context_that_fits(model, 24, task="qlora")
+    assert ctx is not None and ctx < model.max_context
+    assert m.memory_breakdown(model, "qlora", context=ctx).total_gb <= 24
+    assert m.memory_breakdown(model, "qlora", context=ctx + 1).total_gb > 24
+    batch = m.max_batch_that_fits(model, 24, context=4096, quant=q("q4_k_m"))
+    assert batch is not None
+    assert m.memory_breakdown(model, quant=q("q4_k_m"), context=4096, batch=batch).total_gb <= 24
+    big = MODELS["llama-3.1-70b"]
+    n = m.gpus_needed(big, 24, max_gpus=8, quant=q("q4_k_m"), context=8192)
+    assert n == 2
+    assert m.gpus_needed(big, 24, max_gpus=4, quant=q("bf16"), context=8192) is None
+    assert m.max_context_that_fits(big, 16, quant=q("bf16")) is None
+
+
+SLUGS = sorted(MODELS)
+TASK = st.sampled_from(["inference", "lora", "full-finetune"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(SLUGS), TASK, st.integers(1, 65536), st.integers(1, 64), st.integers(1, 64))
+def test_total_monotone_in_context_and_batch(slug, task, ctx, batch, step):
+    model = MODELS[slug]
+    base = m.memory_breakdown(model, task, context=ctx, batch=batch).total
+    assert m.memory_breakdown(model, task, context=ctx + step, batch=batch).total >= base
+    assert m.memory_breakdown(model, task, context=ctx, batch=batch + step).total >= base
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(SLUGS), st.floats(2, 16), st.floats(0.1, 16), st.integers(1, 32768))
+def test_total_monotone_in_bits(slug, bits, extra, ctx):
+    model = MODELS[slug]
+    lo = m.memory_breakdown(model, quant=m.float_quantization(bits), context=ctx)
+    hi = m.memory_breakdown(model, quant=m.float_quantization(bits + extra), context=ctx)
+    assert hi.total > lo.total
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(SLUGS), TASK, st.sampled_from([1, 2, 4, 8]), st.integers(1, 16384))
+def test_tensor_parallel_divides_weights_by_n(slug, task, n, ctx):
+    model = MODELS[slug]
+    one = m.memory_breakdown(model, task, context=ctx, gpus=1)
+    split = m.memory_breakdown(model, task, context=ctx, gpus=n)
+    assert split.weights == pytest.approx(one.weights / n)
+    assert split.optimizer == pytest.approx(one.optimizer / n)
+    assert split.total <= one.total
