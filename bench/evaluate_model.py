@@ -168,9 +168,14 @@ def old_trainer(specs: Sequence[tm.GpuSpec], workloads: Sequence[tm.WorkloadSpec
         def predict(gpu: str, workload: str) -> tuple[float, float, float] | None:
             if workload not in cache:
                 wl = wls[workload]
-                perf = [old.GpuPerf(s.slug, s.matrix_tflops[wl.precision], s.bandwidth_gbs) for s in specs]
+                perf = [
+                    old.GpuPerf(s.slug, s.matrix_tflops[wl.precision], s.bandwidth_gbs)
+                    for s in specs
+                ]
                 measured = {
-                    o.gpu: old.Measurement(o.median, o.n, o.mad) for o in obs if o.workload == workload
+                    o.gpu: old.Measurement(o.median, o.n, o.mad)
+                    for o in obs
+                    if o.workload == workload
                 }
                 cache[workload] = old.estimate_all(
                     perf, measured, old.Workload(wl.flops_per_unit, wl.memory_bound, wl.precision)
@@ -199,7 +204,10 @@ def main() -> None:
     print("GPUs:", ", ".join(gpus))
     print(f"priced GPUs (catalog launch price): {sorted(g for g in gpus if g in prices)}\n")
     modes = ["gpu", "cell"] if args.mode == "both" else [args.mode]
-    for name, trainer in (("old (estimate.py)", old_trainer), ("new (throughput_model)", new_trainer)):
+    for name, trainer in (
+        ("old (estimate.py)", old_trainer),
+        ("new (throughput_model)", new_trainer),
+    ):
         for mode in modes:
             if name.startswith("old") and mode == "cell":
                 continue  # the old model shares nothing across workloads: same as gpu

@@ -134,7 +134,11 @@ def summarise(
     for w in sorted(eligible):
         rows = [h for h in held if h.workload == w]
         if not rows:
-            out.append(WorkloadAccuracy(w, len(eligible[w]), 0, math.nan, math.nan, math.nan, None, 0, None))
+            out.append(
+                WorkloadAccuracy(
+                    w, len(eligible[w]), 0, math.nan, math.nan, math.nan, None, 0, None
+                )
+            )
             continue
         ape = np.array([h.ape for h in rows])
         priced = [h for h in rows if prices.get(h.gpu, 0) > 0]

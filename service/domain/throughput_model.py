@@ -391,7 +391,7 @@ def _relative_sigma(obs: Observation) -> float | None:
     return None
 
 
-def conformal_quantile(errors: Sequence[float], coverage: float) -> float:
+def conformal_quantile(errors: Sequence[float] | np.ndarray, coverage: float) -> float:
     """Split-conformal quantile: the ceil((n + 1) coverage)-th smallest |error| (the largest
     when that exceeds n)."""
     e = np.sort(np.abs(np.asarray(errors, dtype=float)))
