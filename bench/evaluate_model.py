@@ -117,7 +117,9 @@ def load_lambda(folder: Path) -> tuple[list[tm.Observation], list[tm.WorkloadSpe
                 name = row[0]
                 if version:
                     m = V2_RE.search(name)
-                    if name.endswith("_bk") or m is None or m.group(1) != "1":
+                    if m is None or m.group(1) != "1":
+                        continue  # a multi-GPU run
+                    if name.endswith("_bk"):
                         dropped += 1
                         continue
                     slug = V2_SLUGS.get((m.group(2), m.group(3)))
@@ -199,7 +201,8 @@ def main() -> None:
     gpus = sorted({o.gpu for o in obs})
     print(
         f"Lambda 1-GPU data: {len(obs)} (GPU, workload) medians over {sum(o.n for o in obs)} "
-        f"rows, {len(gpus)} GPUs, {len(workloads)} workloads; {dropped} rows dropped"
+        f"rows, {len(gpus)} GPUs, {len(workloads)} workloads; {dropped} 1-GPU rows dropped "
+        "(_bk backups, GPUs not in the catalog)"
     )
     print("GPUs:", ", ".join(gpus))
     print(f"priced GPUs (catalog launch price): {sorted(g for g in gpus if g in prices)}\n")
