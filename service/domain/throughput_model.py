@@ -1,0 +1,620 @@
+"""Throughput model: time per unit = sum over resources of work / rate, plus an overhead.
+
+Pure functions on plain dataclasses (no database, no I/O). Design decisions:
+
+- Resources. A step uses matrix math at the workload's precision (``tensor``: the fastest dense
+  unit a run at that precision can use, which is the FP32 rate on a GPU without tensor cores),
+  vector FP32 math (``vector``) and memory traffic (``memory``). A GPU's rate for a resource is
+  spec x calibration efficiency where a calibration exists. Time per unit on GPU g for workload
+  w is ``t = (sum_r work_w[r] / rate_g[r] + overhead_w) / e_g`` with ``work_w >= 0``: a workload
+  can be partly compute- and partly memory-bound, which a log-linear fit with tied exponents
+  cannot express. Units: work in TFLOP (tensor, vector) and GB (memory), overhead in seconds.
+- Fit. ``work_w`` is fitted per workload by non-negative least squares on errors in log space,
+  solved by iteratively reweighted NNLS: each pass minimises sum ((p_new - t) / p_old)^2 with
+  p_old the previous prediction (the first pass uses the measured time), i.e. relative errors,
+  which equal log errors to first order; the pass with the lowest sum of squared log errors is
+  kept. Gauss-Newton on log t would need a bounded step; IRLS keeps every pass a plain NNLS.
+  With few measured GPUs a workload borrows the shape (work split) of the most similar measured
+  workloads and fits only a scale; with enough GPUs both that and the free fit are tried and the
+  one with the lower leave-one-out log error is kept (a choice made by the data).
+- Efficiency. ``log e_g = stack + arch + gpu``: each GPU's residuals over every workload where it
+  is measured, partially pooled (empirical Bayes, one-way random effects per level, method of
+  moments for the prior variance): a group's mean is shrunk towards its parent by
+  tau^2 / (tau^2 + within / n). The per-GPU term applies only to the GPU itself (it has data);
+  GPUs without data get their stack's and architecture's terms, shared by every GPU of the
+  group, so within an architecture and stack the estimate is monotone in the rates.
+- Nothing measured for a workload: pooled work per FLOP of the nearest measured workloads of the
+  same memory-bound kind (same precision first, then nearest FLOPs per unit in log space).
+- Bands: split-conformal. The 80% band's half-width in log space is the conformal quantile of
+  the absolute leave-one-GPU-out log errors of the workload (pooled over workloads of the same
+  kind when it has fewer than ``MIN_CONFORMAL`` of its own), never below the measured spread of
+  the workload's results; a measured value's band is its own spread or, for a single result,
+  the pooled spread of that workload's results: never zero-width.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+import numpy as np
+
+RESOURCES: tuple[str, ...] = ("tensor", "vector", "memory")
+Basis = Literal["measured", "estimated"]
+K = TypeVar("K", bound=Hashable)
+
+NOMINAL_COVERAGE = 0.8
+MIN_NNLS_GPUS = 4  # a free fit of 3 work terms + overhead needs more points than that
+MIN_CONFORMAL = 5  # fewer own leave-one-out errors: pool over workloads of the same kind
+SIMILAR_WORKLOADS = 3
+BACKFIT_ROUNDS = 3
+IRLS_ROUNDS = 6
+# Run-to-run noise when no workload has two results of one GPU to measure it: an assumption,
+# stated, that keeps a single result's band from being zero-width. Replaced by data.
+DEFAULT_RELATIVE_NOISE = 0.05
+MAD_TO_SIGMA = 1.4826
+
+
+def _z(coverage: float) -> float:
+    """Two-sided normal quantile for `coverage` (bisection on erf; no scipy)."""
+    lo, hi = 0.0, 10.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if math.erf(mid / math.sqrt(2)) < coverage:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def derive_stack(vendor: str, market: str) -> str:
+    """Software stack from vendor and market, for catalogs that do not state one."""
+    v = vendor.lower()
+    if v == "nvidia":
+        return "cuda"
+    if v == "amd":
+        return "rocm-instinct" if market == "datacenter" else "rocm-radeon"
+    if v == "intel":
+        return "oneapi"
+    if v == "apple":
+        return "metal"
+    return v
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Spec rates of one GPU.
+
+    ``matrix_tflops`` maps a precision to the fastest dense rate a run at that precision can use
+    (tensor cores where present, else the vector rate). ``calibration`` maps ``"tensor:<prec>"``,
+    ``"vector"`` or ``"memory"`` to a measured efficiency (achieved / spec) in (0, 1].
+    """
+
+    slug: str
+    vendor: str
+    architecture: str
+    stack: str
+    matrix_tflops: Mapping[str, float]
+    fp32_tflops: float
+    bandwidth_gbs: float
+    calibration: Mapping[str, float] = field(default_factory=dict)
+
+    def rates(self, precision: str) -> np.ndarray:
+        """(tensor, vector, memory) effective rates for a workload at `precision`."""
+        tensor = self.matrix_tflops.get(precision) or self.fp32_tflops
+        cal = self.calibration
+        return np.array(
+            [
+                tensor * cal.get(f"tensor:{precision}", 1.0),
+                self.fp32_tflops * cal.get("vector", 1.0),
+                self.bandwidth_gbs * cal.get("memory", 1.0),
+            ]
+        )
+
+    @property
+    def group(self) -> tuple[str, str]:
+        return (self.stack, self.architecture)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    slug: str
+    precision: str
+    flops_per_unit: float | None
+    memory_bound: bool
+    kind: str = ""  # e.g. train / inference: informational
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Median of the accepted single-GPU results of one (GPU, workload), units/s."""
+
+    gpu: str
+    workload: str
+    median: float
+    n: int
+    mad: float
+
+
+@dataclass(frozen=True)
+class Prediction:
+    gpu: str
+    workload: str
+    value: float
+    low: float
+    high: float
+    basis: Basis
+    model: str  # measured | nnls | shape-scaled | borrowed
+    n: int  # results behind a measured value; measured GPUs behind an estimate
+    band: float = NOMINAL_COVERAGE
+
+
+@dataclass(frozen=True)
+class WorkloadFit:
+    workload: str
+    work: tuple[float, float, float]  # TFLOP tensor, TFLOP vector, GB memory per unit
+    overhead_s: float
+    method: str  # nnls | shape-scaled | borrowed
+    n_gpus: int
+    half_width: float  # band half-width in log space
+    loo_log_errors: tuple[float, ...]
+
+    def time(self, rates: np.ndarray) -> float:
+        return float(np.dot(self.work, 1.0 / rates) + self.overhead_s)
+
+
+@dataclass(frozen=True)
+class Efficiencies:
+    """Log multipliers on throughput: shared per stack and per (stack, architecture), and
+    per GPU for GPUs with data."""
+
+    stack: Mapping[str, float]
+    group: Mapping[tuple[str, str], float]
+    gpu: Mapping[str, float]
+
+    def log_multiplier(self, spec: GpuSpec, own: bool = True) -> float:
+        out = self.stack.get(spec.stack, 0.0) + self.group.get(spec.group, 0.0)
+        return out + (self.gpu.get(spec.slug, 0.0) if own else 0.0)
+
+
+# --------------------------------------------------------------------------- NNLS
+
+
+def nnls(a: np.ndarray, b: np.ndarray, max_iter: int | None = None) -> np.ndarray:
+    """min ||a x - b|| subject to x >= 0 (Lawson-Hanson active set)."""
+    m, n = a.shape
+    max_iter = max_iter or 3 * n + 30
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    tol = 10 * np.finfo(float).eps * max(m, n) * max(float(np.abs(a).sum(axis=0).max()), 1.0)
+    w = a.T @ (b - a @ x)
+    iterations = 0
+    while (~passive).any() and float(w[~passive].max()) > tol and iterations < max_iter:
+        j = int(np.argmax(np.where(passive, -np.inf, w)))
+        passive[j] = True
+        while True:
+            iterations += 1
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if (z[passive] > 0).all() or iterations >= max_iter:
+                break
+            bad = passive & (z <= 0)
+            alpha = float(np.min(x[bad] / (x[bad] - z[bad])))
+            x = x + alpha * (z - x)
+            passive &= x > tol
+            x[~passive] = 0.0
+        x = np.where(passive, np.maximum(z, 0.0), 0.0)
+        w = a.T @ (b - a @ x)
+    return x
+
+
+def _design(rates: np.ndarray) -> np.ndarray:
+    """Rows [1/tensor, 1/vector, 1/memory, 1] (the last column is the overhead)."""
+    return np.hstack([1.0 / rates, np.ones((rates.shape[0], 1))])
+
+
+def fit_work_log(design: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Non-negative x minimising the squared log errors of design @ x against times (IRLS)."""
+    scale = np.linalg.norm(design, axis=0)
+    scale[scale == 0] = 1.0
+    d = design / scale
+    p = times.copy()
+    best, best_sse = np.zeros(d.shape[1]), math.inf
+    for _ in range(IRLS_ROUNDS):
+        x = nnls(d / p[:, None], times / p)
+        pred = d @ x
+        if not (pred > 0).all():
+            break
+        sse = float(np.sum(np.log(pred / times) ** 2))
+        if sse < best_sse - 1e-15:
+            best, best_sse = x, sse
+        elif sse >= best_sse:
+            break
+        p = pred
+    return best / scale
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+def shrink_groups(
+    values: Mapping[str, float], weights: Mapping[str, float], groups: Mapping[str, K]
+) -> dict[K, float]:
+    """Shrunk group means of `values` (per item, with item counts `weights`).
+
+    One-way random effects: within-group variance W pooled over groups (around precision-
+    weighted group means), prior variance of group means tau^2 = max(0, var of group means -
+    mean W / n_j) by moments; with one group, or fewer items than groups + 1, tau^2 = W (prior
+    as wide as the noise). A group's mean is shrunk to 0 by tau^2 / (tau^2 + W / n_j).
+    """
+    members: dict[K, list[str]] = {}
+    for item, g in groups.items():
+        if item in values:
+            members.setdefault(g, []).append(item)
+    if not members:
+        return {}
+    means = {
+        g: float(np.average([values[i] for i in items], weights=[weights[i] for i in items]))
+        for g, items in members.items()
+    }
+    sizes = {g: len(items) for g, items in members.items()}
+    n_items = sum(sizes.values())
+    dev = [values[i] - means[g] for g, items in members.items() for i in items]
+    all_values = np.array([values[i] for items in members.values() for i in items])
+    if n_items > len(members):
+        within = float(np.sum(np.square(dev)) / (n_items - len(members)))
+    else:
+        within = float(np.var(all_values)) if len(all_values) > 1 else 0.0
+    if len(members) >= 2 and n_items > len(members):
+        m = np.array(list(means.values()))
+        tau2 = max(
+            0.0, float(np.var(m, ddof=1)) - float(np.mean([within / sizes[g] for g in members]))
+        )
+    else:
+        tau2 = within
+    out = {}
+    for g, mean in means.items():
+        noise = within / sizes[g]
+        out[g] = mean * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
+    return out
+
+
+def pool_efficiencies(
+    residuals: Mapping[tuple[str, str], float], specs: Mapping[str, GpuSpec]
+) -> Efficiencies:
+    """Stack, (stack, architecture) and GPU log efficiencies from log residuals per (gpu, w)."""
+    per_gpu: dict[str, list[float]] = {}
+    for (gpu, _w), r in residuals.items():
+        per_gpu.setdefault(gpu, []).append(r)
+    if not per_gpu:
+        return Efficiencies({}, {}, {})
+    mean = {g: float(np.mean(v)) for g, v in per_gpu.items()}
+    count = {g: float(len(v)) for g, v in per_gpu.items()}
+    stack = shrink_groups(mean, count, {g: specs[g].stack for g in mean})
+    after_stack = {g: mean[g] - stack.get(specs[g].stack, 0.0) for g in mean}
+    group = shrink_groups(after_stack, count, {g: specs[g].group for g in mean})
+    after_group = {g: after_stack[g] - group.get(specs[g].group, 0.0) for g in mean}
+    # GPU level: the GPU's own workloads are the items; noise = pooled within-GPU variance.
+    own = {}
+    dev = [r - mean[g] for g, v in per_gpu.items() for r in v]
+    dof = sum(len(v) for v in per_gpu.values()) - len(per_gpu)
+    within = float(np.sum(np.square(dev)) / dof) if dof > 0 else float(np.var(list(mean.values())))
+    spread = np.array(list(after_group.values()))
+    noise_mean = float(np.mean([within / count[g] for g in mean]))
+    tau2 = max(0.0, float(np.mean(spread**2)) - noise_mean) if len(spread) > 1 else within
+    for g in mean:
+        noise = within / count[g]
+        own[g] = after_group[g] * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
+    return Efficiencies(stack, group, own)
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@dataclass
+class FittedModel:
+    gpus: Mapping[str, GpuSpec]
+    workloads: Mapping[str, WorkloadSpec]
+    observations: Mapping[tuple[str, str], Observation]
+    fits: dict[str, WorkloadFit]
+    efficiency: Efficiencies
+    noise: dict[str, float]  # per workload: relative sigma of results (pooled)
+    coverage: float = NOMINAL_COVERAGE
+
+    def predict(self, gpu: str, workload: str) -> Prediction | None:
+        """Measured median where measured, else the model; None without a basis."""
+        spec, wl = self.gpus.get(gpu), self.workloads.get(workload)
+        if spec is None or wl is None:
+            return None
+        z = _z(self.coverage)
+        obs = self.observations.get((gpu, workload))
+        if obs is not None:
+            rel = _relative_sigma(obs)
+            if rel is None:
+                rel = self.noise.get(workload, DEFAULT_RELATIVE_NOISE)
+            half = z * rel
+            return Prediction(
+                gpu,
+                workload,
+                obs.median,
+                obs.median * math.exp(-half),
+                obs.median * math.exp(half),
+                "measured",
+                "measured",
+                obs.n,
+                self.coverage,
+            )
+        fit = self.fits.get(workload)
+        if fit is None:
+            return None
+        value = _throughput(fit, spec, wl, self.efficiency)
+        if not (math.isfinite(value) and value > 0):
+            return None
+        half = max(fit.half_width, z * self.noise.get(workload, DEFAULT_RELATIVE_NOISE))
+        return Prediction(
+            gpu,
+            workload,
+            value,
+            value * math.exp(-half),
+            value * math.exp(half),
+            "estimated",
+            fit.method,
+            fit.n_gpus,
+            self.coverage,
+        )
+
+    def predict_all(self) -> dict[tuple[str, str], Prediction]:
+        out = {}
+        for w in self.workloads:
+            for g in self.gpus:
+                p = self.predict(g, w)
+                if p is not None:
+                    out[(g, w)] = p
+        return out
+
+
+def _throughput(
+    fit: WorkloadFit, spec: GpuSpec, wl: WorkloadSpec, eff: Efficiencies, own: bool = True
+) -> float:
+    t = fit.time(spec.rates(wl.precision))
+    return math.exp(eff.log_multiplier(spec, own)) / t if t > 0 else math.nan
+
+
+def _relative_sigma(obs: Observation) -> float | None:
+    if obs.n >= 2 and obs.mad > 0 and obs.median > 0:
+        return MAD_TO_SIGMA * obs.mad / obs.median
+    return None
+
+
+def conformal_quantile(errors: Sequence[float] | np.ndarray, coverage: float) -> float:
+    """Split-conformal quantile: the ceil((n + 1) coverage)-th smallest |error| (the largest
+    when that exceeds n)."""
+    e = np.sort(np.abs(np.asarray(errors, dtype=float)))
+    if len(e) == 0:
+        return math.nan
+    k = math.ceil((len(e) + 1) * coverage)
+    return float(e[min(k, len(e)) - 1])
+
+
+def _similar(wl: WorkloadSpec, candidates: Iterable[WorkloadSpec]) -> list[WorkloadSpec]:
+    def key(c: WorkloadSpec) -> tuple[bool, float]:
+        if wl.flops_per_unit and c.flops_per_unit:
+            d = abs(math.log(wl.flops_per_unit / c.flops_per_unit))
+        else:
+            d = math.inf
+        return (c.precision != wl.precision, d)
+
+    same_kind = [c for c in candidates if c.memory_bound == wl.memory_bound and c.slug != wl.slug]
+    return sorted(same_kind, key=key)[:SIMILAR_WORKLOADS]
+
+
+def _shape(
+    fits: Mapping[str, WorkloadFit],
+    workloads: Mapping[str, WorkloadSpec],
+    wl: WorkloadSpec,
+    per_flop: bool,
+) -> np.ndarray | None:
+    """Mean work vector (4 terms, incl. overhead) of the similar fitted workloads, each
+    normalised to sum 1 (or per FLOP when `per_flop`)."""
+    cands = [workloads[s] for s in fits if fits[s].method == "nnls"]
+    if per_flop:
+        cands = [c for c in cands if c.flops_per_unit]
+    sims = _similar(wl, cands)
+    if not sims:
+        return None
+    vecs = []
+    for c in sims:
+        f = fits[c.slug]
+        v = np.array([*f.work, f.overhead_s])
+        norm = c.flops_per_unit if per_flop else float(v.sum())
+        if norm:
+            vecs.append(v / norm)
+    return np.mean(vecs, axis=0) if vecs else None
+
+
+def _fit_one(
+    design: np.ndarray, times: np.ndarray, shape: np.ndarray | None, method: str
+) -> np.ndarray | None:
+    if method == "nnls":
+        return fit_work_log(design, times)
+    if shape is None:
+        return None
+    base = design @ shape
+    if not (base > 0).all():
+        return None
+    return shape * math.exp(float(np.mean(np.log(times / base))))
+
+
+def fit(
+    gpus: Sequence[GpuSpec],
+    workloads: Sequence[WorkloadSpec],
+    observations: Iterable[Observation],
+    coverage: float = NOMINAL_COVERAGE,
+) -> FittedModel:
+    """Fit work per workload, efficiencies and conformal bands from measured medians."""
+    specs = {g.slug: g for g in gpus}
+    wls = {w.slug: w for w in workloads}
+    obs = {
+        (o.gpu, o.workload): o
+        for o in observations
+        if o.gpu in specs and o.workload in wls and o.median > 0
+    }
+    by_w: dict[str, list[Observation]] = {}
+    for o in obs.values():
+        by_w.setdefault(o.workload, []).append(o)
+    noise = _pooled_noise(by_w, wls)
+
+    eff = Efficiencies({}, {}, {})
+    fits: dict[str, WorkloadFit] = {}
+    for _round in range(BACKFIT_ROUNDS):
+        fits = _fit_workloads(specs, wls, by_w, eff, fits, with_loo=False)
+        residuals = {}
+        for w, rows in by_w.items():
+            f = fits.get(w)
+            if f is None or f.method == "borrowed":
+                continue
+            for o in rows:
+                t = f.time(specs[o.gpu].rates(wls[w].precision))
+                residuals[(o.gpu, w)] = math.log(o.median * t)
+        eff = pool_efficiencies(residuals, specs)
+    fits = _fit_workloads(specs, wls, by_w, eff, fits, with_loo=True)
+    z = _z(coverage)
+    # Split-conformal half-widths from the leave-one-out errors, pooled where few.
+    for w, f in list(fits.items()):
+        errors: Sequence[float] = f.loo_log_errors
+        if len(errors) < MIN_CONFORMAL:
+            errors = [
+                e
+                for other, g in fits.items()
+                if wls[other].memory_bound == wls[w].memory_bound
+                for e in g.loo_log_errors
+            ]
+        q = conformal_quantile(errors, coverage) if errors else math.nan
+        if not math.isfinite(q):
+            q = z * noise.get(w, DEFAULT_RELATIVE_NOISE) * 3  # no errors anywhere: wide
+        fits[w] = WorkloadFit(
+            f.workload, f.work, f.overhead_s, f.method, f.n_gpus, q, f.loo_log_errors
+        )
+    return FittedModel(specs, wls, obs, fits, eff, noise, coverage)
+
+
+def _pooled_noise(
+    by_w: Mapping[str, list[Observation]], wls: Mapping[str, WorkloadSpec]
+) -> dict[str, float]:
+    """Median relative sigma of the results of each workload; the median over all workloads
+    where a workload has no group with two results; DEFAULT_RELATIVE_NOISE without any."""
+    per: dict[str, float] = {}
+    everything: list[float] = []
+    for w, rows in by_w.items():
+        rel = [r for r in (_relative_sigma(o) for o in rows) if r is not None]
+        everything += rel
+        if rel:
+            per[w] = float(np.median(rel))
+    fallback = float(np.median(everything)) if everything else DEFAULT_RELATIVE_NOISE
+    return {w: per.get(w, fallback) for w in wls}
+
+
+def _fit_workloads(
+    specs: Mapping[str, GpuSpec],
+    wls: Mapping[str, WorkloadSpec],
+    by_w: Mapping[str, list[Observation]],
+    eff: Efficiencies,
+    previous: Mapping[str, WorkloadFit],
+    with_loo: bool,
+) -> dict[str, WorkloadFit]:
+    fits: dict[str, WorkloadFit] = {}
+    # Free fits first, so that shapes can be borrowed from them.
+    order = sorted(wls, key=lambda w: -len(by_w.get(w, [])))
+    for w in order:
+        rows = by_w.get(w, [])
+        if not rows:
+            continue
+        wl = wls[w]
+        rates = np.array([specs[o.gpu].rates(wl.precision) for o in rows])
+        design = _design(rates)
+        # Measured time, adjusted by each GPU's efficiency: model time = measured x e_g.
+        mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu])) for o in rows])
+        times = mult / np.array([o.median for o in rows])
+        shape_source = {k: v for k, v in {**previous, **fits}.items() if k != w}
+        shape = _shape(shape_source, wls, wl, per_flop=False)
+        methods = ["shape-scaled"] if shape is not None else []
+        if len(rows) >= MIN_NNLS_GPUS or shape is None:
+            methods.append("nnls")
+        best: tuple[float, str, np.ndarray, tuple[float, ...]] | None = None
+        for method in methods:
+            x = _fit_one(design, times, shape, method)
+            if x is None:
+                continue
+            loo: tuple[float, ...] = ()
+            score = 0.0
+            if with_loo or len(methods) > 1:
+                loo = _loo_errors(rows, specs, wl, eff, shape, method)
+                score = float(np.mean(np.square(loo))) if loo else math.inf
+            if best is None or score < best[0]:
+                best = (score, method, x, loo)
+        if best is None:
+            continue
+        _, method, x, loo = best
+        fits[w] = WorkloadFit(
+            w,
+            (float(x[0]), float(x[1]), float(x[2])),
+            float(x[3]),
+            method,
+            len(rows),
+            math.nan,
+            loo,
+        )
+    # Workloads nothing is measured on: pooled work per FLOP of the nearest measured ones.
+    for w, wl in wls.items():
+        if w in fits or not wl.flops_per_unit:
+            continue
+        shape = _shape(fits, wls, wl, per_flop=True)
+        if shape is None:
+            continue
+        x = shape * wl.flops_per_unit
+        loo = tuple(
+            e
+            for s in _similar(wl, [wls[k] for k in fits if fits[k].method == "nnls"])
+            for e in fits[s.slug].loo_log_errors
+        )
+        fits[w] = WorkloadFit(
+            w, (float(x[0]), float(x[1]), float(x[2])), float(x[3]), "borrowed", 0, math.nan, loo
+        )
+    return fits
+
+
+def _loo_errors(
+    rows: Sequence[Observation],
+    specs: Mapping[str, GpuSpec],
+    wl: WorkloadSpec,
+    eff: Efficiencies,
+    shape: np.ndarray | None,
+    method: str,
+) -> tuple[float, ...]:
+    """log(predicted / measured) for each GPU, predicted from a fit on the others, as for a
+    GPU without data of its own (stack and architecture efficiency only)."""
+    if len(rows) < 2:
+        return ()
+    rates = np.array([specs[o.gpu].rates(wl.precision) for o in rows])
+    design = _design(rates)
+    mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu])) for o in rows])
+    cold = np.array([math.exp(eff.log_multiplier(specs[o.gpu], own=False)) for o in rows])
+    measured = np.array([o.median for o in rows])
+    times = mult / measured
+    out = []
+    for i in range(len(rows)):
+        keep = np.arange(len(rows)) != i
+        x = _fit_one(design[keep], times[keep], shape, method)
+        if x is None:
+            continue
+        t = float(design[i] @ x)
+        if t <= 0:
+            out.append(math.inf)
+            continue
+        out.append(math.log(cold[i] / t / measured[i]))
+    return tuple(out)

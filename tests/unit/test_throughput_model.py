@@ -1,0 +1,229 @@
+"""Throughput model: NNLS, recovery of a known world, monotonicity, bands, pooling."""
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.domain import evaluation as ev
+from service.domain import throughput_model as tm
+
+
+def brute_force_nnls(a: np.ndarray, b: np.ndarray) -> float:
+    """Smallest residual over every support whose unconstrained solution is non-negative."""
+    best = float(np.linalg.norm(b))
+    n = a.shape[1]
+    for k in range(1, n + 1):
+        for cols in itertools.combinations(range(n), k):
+            x = np.linalg.lstsq(a[:, cols], b, rcond=None)[0]
+            if (x >= -1e-12).all():
+                best = min(best, float(np.linalg.norm(a[:, cols] @ x - b)))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_nnls_matches_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(3, 9)), int(rng.integers(1, 5))
+    a, b = rng.normal(size=(m, n)), rng.normal(size=m)
+    x = tm.nnls(a, b)
+    assert (x >= 0).all()
+    assert float(np.linalg.norm(a @ x - b)) == pytest.approx(brute_force_nnls(a, b), abs=1e-9)
+
+
+def test_nnls_exact_non_negative_solution() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0.1, 1.0, size=(8, 4))
+    truth = np.array([0.5, 0.0, 2.0, 0.1])
+    assert tm.nnls(a, a @ truth) == pytest.approx(truth, abs=1e-9)
+
+
+def gpu(slug: str, tensor: float, vector: float, memory: float, arch: str = "a") -> tm.GpuSpec:
+    return tm.GpuSpec(slug, "nvidia", arch, "cuda", {"fp16": tensor}, vector, memory)
+
+
+WORK = {  # true world: TFLOP tensor, TFLOP vector, GB memory, overhead s per unit
+    "conv": (2e-2, 1e-3, 0.3, 1e-5),
+    "attn": (5e-2, 0.0, 1.5, 0.0),
+    "decode": (0.0, 0.0, 13.5, 1e-4),
+}
+
+
+def world(
+    n_gpus: int, seed: int, noise: float = 0.0
+) -> tuple[list[tm.GpuSpec], list[tm.WorkloadSpec], list[tm.Observation]]:
+    rng = np.random.default_rng(seed)
+    draws = rng.uniform([50, 10, 300], [1000, 100, 5000], size=(n_gpus, 3))
+    gpus = [
+        gpu(f"g{i}", float(t), float(v), float(m), arch="a" if i % 2 else "b")
+        for i, (t, v, m) in enumerate(draws)
+    ]
+    wls = [tm.WorkloadSpec(w, "fp16", None, w == "decode") for w in WORK]
+    obs = []
+    for g in gpus:
+        for w in wls:
+            work = WORK[w.slug]
+            t = float(np.dot(work[:3], 1 / g.rates("fp16")) + work[3])
+            value = math.exp(rng.normal(0, noise)) / t if noise else 1 / t
+            obs.append(tm.Observation(g.slug, w.slug, value, 1, 0.0))
+    return gpus, wls, obs
+
+
+def true_throughput(g: tm.GpuSpec, w: str) -> float:
+    work = WORK[w]
+    return 1 / float(np.dot(work[:3], 1 / g.rates("fp16")) + work[3])
+
+
+def test_fit_recovers_known_world() -> None:
+    gpus, wls, obs = world(12, seed=3)
+    held = {"g0", "g5"}
+    model = tm.fit(gpus, wls, [o for o in obs if o.gpu not in held])
+    for g in gpus:
+        if g.slug not in held:
+            continue
+        for w in WORK:
+            p = model.predict(g.slug, w)
+            assert p is not None and p.basis == "estimated"
+            assert p.value == pytest.approx(true_throughput(g, w), rel=0.02)
+    assert model.fits["decode"].work[2] == pytest.approx(13.5, rel=0.02)
+
+
+def test_measured_gpu_keeps_its_median() -> None:
+    gpus, wls, obs = world(6, seed=4)
+    model = tm.fit(gpus, wls, obs)
+    p = model.predict("g1", "conv")
+    measured = next(o for o in obs if o.gpu == "g1" and o.workload == "conv")
+    assert p is not None and p.basis == "measured" and p.value == measured.median
+
+
+def test_bands_never_zero_width() -> None:
+    gpus, wls, obs = world(8, seed=5)  # every result single (n=1, MAD 0) and noiseless
+    model = tm.fit(gpus, wls, obs[3:])
+    for p in model.predict_all().values():
+        assert p.low < p.value < p.high
+        assert p.band == 0.8
+
+
+def test_single_result_gets_pooled_noise_of_its_workload() -> None:
+    gpus, wls, _ = world(4, seed=6)
+    obs = [
+        tm.Observation("g0", "conv", 100.0, 1, 0.0),
+        tm.Observation("g1", "conv", 200.0, 5, 20.0),  # relative sigma 1.4826 x 0.1
+    ]
+    model = tm.fit(gpus, wls, obs)
+    p = model.predict("g0", "conv")
+    assert p is not None
+    assert math.log(p.high / p.value) == pytest.approx(tm._z(0.8) * 1.4826 * 0.1, rel=1e-6)
+
+
+def test_estimate_band_not_narrower_than_measured_spread() -> None:
+    gpus, wls, obs = world(8, seed=7)
+    spread = [tm.Observation(o.gpu, o.workload, o.median, 5, 0.2 * o.median) for o in obs]
+    model = tm.fit(gpus, wls, [o for o in spread if o.gpu != "g0"])
+    p = model.predict("g0", "conv")
+    assert p is not None
+    assert math.log(p.high / p.value) >= tm._z(0.8) * 1.4826 * 0.2 - 1e-9
+
+
+MONO_MODEL = tm.fit(*world(10, seed=8, noise=0.15))  # arch a and b get efficiencies
+rate = st.floats(1.0, 5000.0)
+factor = st.floats(1.0, 4.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    base=st.tuples(rate, rate, rate),
+    up=st.tuples(factor, factor, factor),
+    arch=st.sampled_from(["a", "b", "new"]),
+    workload=st.sampled_from(sorted(WORK)),
+)
+def test_monotone_within_architecture_and_stack(
+    base: tuple[float, float, float], up: tuple[float, float, float], arch: str, workload: str
+) -> None:
+    slow = gpu("slow", *base, arch=arch)
+    fast = gpu("fast", base[0] * up[0], base[1] * up[1], base[2] * up[2], arch=arch)
+    model = dataclasses.replace(MONO_MODEL, gpus={**MONO_MODEL.gpus, "slow": slow, "fast": fast})
+    ps, pf = model.predict("slow", workload), model.predict("fast", workload)
+    assert ps is not None and pf is not None
+    assert pf.value >= ps.value * (1 - 1e-12)
+
+
+def test_conformal_quantile_covers_nominal_on_exchangeable_errors() -> None:
+    rng = np.random.default_rng(9)
+    hits = []
+    for _ in range(400):
+        calibration, test = rng.normal(0, 0.1, 20), rng.normal(0, 0.1)
+        hits.append(abs(test) <= tm.conformal_quantile(calibration, 0.8))
+    assert 0.75 <= float(np.mean(hits)) <= 0.87
+
+
+def test_leave_one_gpu_out_coverage_near_nominal_on_synthetic_world() -> None:
+    gpus, wls, obs = world(24, seed=10, noise=0.1)
+
+    def train(training: list[tm.Observation]) -> ev.Predictor:
+        model = tm.fit(gpus, wls, training)
+
+        def predict(g: str, w: str) -> tuple[float, float, float] | None:
+            p = model.predict(g, w)
+            return None if p is None else (p.value, p.low, p.high)
+
+        return predict
+
+    held = ev.leave_one_gpu_out(obs, train, min_gpus=5, mode="gpu")  # type: ignore[arg-type]
+    assert len(held) == len(obs)
+    coverage = float(np.mean([h.covered for h in held]))
+    assert 0.68 <= coverage <= 0.92
+
+
+def test_pooling_shrinks_groups_with_few_data() -> None:
+    values = (
+        {f"x{i}": 0.3 for i in range(10)}
+        | {"y0": 0.3}
+        | {f"z{i}": -0.1 + 0.02 * i for i in range(10)}
+    )
+    groups = {k: k[0] for k in values}
+    out = tm.shrink_groups(values, dict.fromkeys(values, 1.0), groups)
+    assert 0 < out["y"] < out["x"] <= 0.3
+
+
+def test_gpu_efficiency_shrinks_with_fewer_workloads() -> None:
+    specs = {f"g{i}": gpu(f"g{i}", 100, 10, 1000) for i in range(6)}
+    residuals = {("g0", f"w{j}"): 0.2 for j in range(8)} | {("g1", "w0"): 0.2}
+    rng = np.random.default_rng(11)
+    for i in range(2, 6):
+        for j in range(8):
+            residuals[(f"g{i}", f"w{j}")] = float(rng.normal(0, 0.05))
+    eff = tm.pool_efficiencies(residuals, specs)
+    assert abs(eff.gpu["g1"]) < abs(eff.gpu["g0"])
+
+
+def test_unmeasured_workload_borrows_from_nearest_of_its_kind() -> None:
+    gpus, _, obs = world(8, seed=12)
+    wls = [
+        tm.WorkloadSpec("conv", "fp16", 1e10, False),
+        tm.WorkloadSpec("attn", "fp16", 1e12, False),
+        tm.WorkloadSpec("decode", "fp16", 1.35e10, True),
+        tm.WorkloadSpec("new-conv", "fp16", 2e10, False),
+    ]
+    model = tm.fit(gpus, wls, obs)
+    new, conv, attn = (model.predict("g0", w) for w in ("new-conv", "conv", "attn"))
+    assert new is not None and conv is not None and attn is not None
+    assert new.model == "borrowed" and new.low < new.value < new.high
+    assert model.fits["new-conv"].work[2] > 0  # memory term of its nearest (conv) kept
+
+
+def test_spearman() -> None:
+    assert ev.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert ev.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert list(ev.rankdata([3.0, 1.0, 3.0])) == [2.5, 1.0, 2.5]
+    assert ev.spearman([1, 2], [1, 2]) is None
+
+
+def test_derive_stack() -> None:
+    assert tm.derive_stack("amd", "datacenter") == "rocm-instinct"
+    assert tm.derive_stack("amd", "consumer") == "rocm-radeon"
+    assert tm.derive_stack("nvidia", "consumer") == "cuda"
