@@ -61,6 +61,12 @@ class Gpu(SQLModel, table=True):
     launch_price_usd: float | None = None
     aliases: str = Field(default="", max_length=1024, description="'|'-separated device names")
     source: str = Field(max_length=1024)
+    status: str = Field(default="in_production", max_length=16)
+    discontinued_on: date | None = None
+    sold_as: str = Field(default="card", max_length=16, description="the unit a buyer purchases")
+    unit_gpus: int = Field(default=1, description="GPUs in that unit (8 for an HGX platform)")
+    stack: str = Field(default="cuda", max_length=16)
+    availability_source: str | None = Field(default=None, max_length=1024)
     created_at: datetime = timestamp_field()
     updated_at: datetime = timestamp_field()
 
@@ -72,9 +78,11 @@ class Price(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     gpu_id: int = Field(foreign_key="gpu.id", ondelete="CASCADE")
-    usd: float
+    usd: float | None = Field(default=None, description="per card (new, used, msrp)")
+    usd_per_hour: float | None = Field(default=None, description="per GPU-hour (cloud)")
+    provider: str | None = Field(default=None, max_length=64, description="cloud provider")
     condition: str = Field(default="new", max_length=8)
-    source: str = Field(max_length=256)
+    source: str = Field(max_length=1024)
     reference: str | None = Field(default=None, max_length=1024, description="URL or citation")
     observed_at: date
     created_at: datetime = timestamp_field()
@@ -91,6 +99,9 @@ class Workload(SQLModel, table=True):
     min_memory_gb: float = 0.0
     memory_bound: bool = False
     source: str = Field(default="", max_length=1024)
+    model: str | None = Field(default=None, max_length=64, description="LLM model slug")
+    quant: str | None = Field(default=None, max_length=16, description="weight format")
+    phase: str | None = Field(default=None, max_length=16, description="prefill | decode | train")
     created_at: datetime = timestamp_field()
 
 
@@ -128,6 +139,12 @@ class Result(SQLModel, table=True):
     reason: str | None = Field(default=None, max_length=256)
     status_locked: bool = Field(default=False, description="set by an admin; never re-evaluated")
     submitter_id: int | None = Field(default=None, foreign_key="api_key.id", index=True)
+    source: str | None = Field(default=None, max_length=1024, description="URL or table cited")
+    importer: str | None = Field(
+        default=None, max_length=32, description="json | llama-bench | ..."
+    )
+    device_string: str | None = Field(default=None, max_length=512, description="as reported")
+    system: str | None = Field(default=None, max_length=128, description="vendor/system/node")
     created_at: datetime = timestamp_field()
     updated_at: datetime = timestamp_field()
 
@@ -198,6 +215,21 @@ class ScalingProfile(SQLModel, table=True):
     gpu_count: int
     efficiency: float
     source: str = Field(default="", max_length=1024)
+    basis: str = Field(default="assumed", max_length=16, description="measured | fitted | assumed")
+    n: int = Field(default=0, description="measured results behind a measured or fitted row")
+
+
+class Platform(SQLModel, table=True):
+    """What a box around N GPUs costs (host, power supply, chassis), for cost of ownership."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    gpu_count: int = Field(unique=True)
+    host_usd: float | None = None
+    psu_w: float | None = None
+    psu_usd: float | None = None
+    chassis_usd: float | None = None
+    source: str = Field(max_length=1024)
+    observed_at: date | None = None
 
 
 class Host(SQLModel, table=True):

@@ -42,6 +42,8 @@ def _rows(filename: str) -> list[dict[str, Any]]:
 def _gpu_fields(row: dict[str, Any]) -> dict[str, Any]:
     fields = {k: v for k, v in row.items() if k != "price_source" and v is not None}
     fields["aliases"] = [a.strip() for a in (row.get("aliases") or "").split("|") if a.strip()]
+    if fields.get("sold_as") in ("hgx-8", "oam-8"):
+        fields.setdefault("unit_gpus", 8)
     return fields
 
 

@@ -24,6 +24,21 @@ def gpu_row(spec: GpuCreate) -> Gpu:
     return Gpu(**data)
 
 
+AVAILABILITY_FIELDS = ("status", "discontinued_on", "sold_as", "unit_gpus", "stack")
+
+
+def _fill_availability(session: Session, specs: dict[str, GpuCreate]) -> None:
+    """Give GPUs stored before availability existed (no availability_source) the catalog's
+    availability; a row an admin has set keeps its values."""
+    for gpu in session.exec(select(Gpu).where(Gpu.availability_source.is_(None))):  # type: ignore[union-attr]
+        spec = specs.get(gpu.slug)
+        if spec is None or spec.availability_source is None:
+            continue
+        for name in (*AVAILABILITY_FIELDS, "availability_source"):
+            setattr(gpu, name, getattr(spec, name))
+        session.add(gpu)
+
+
 def seed(engine: Engine) -> SeedReport:
     """Insert catalog rows missing from the database, in one transaction; never overwrite."""
     report = SeedReport()
@@ -33,7 +48,9 @@ def seed(engine: Engine) -> SeedReport:
             for gid, slug in session.exec(select(Gpu.id, Gpu.slug)).all()
             if gid is not None
         }
-        for spec in loaders.load_gpus():
+        catalog_gpus = loaders.load_gpus()
+        _fill_availability(session, {spec.slug: spec for spec in catalog_gpus})
+        for spec in catalog_gpus:
             if spec.slug not in known_gpus:
                 gpu = gpu_row(spec)
                 session.add(gpu)

@@ -130,7 +130,8 @@ def build_snapshot(
         est.Workload(workload.flops_per_unit, workload.memory_bound, precision),
     )
     prices: dict[int, list[PriceObservation]] = {}
-    for p in session.exec(select(Price)).all():
+    for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
+        assert p.usd is not None
         prices.setdefault(p.gpu_id, []).append(
             PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
         )

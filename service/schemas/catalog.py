@@ -9,9 +9,12 @@ from service.domain.vocabulary import Condition, Precision
 from service.schemas.calibration import CalibrationRead
 from service.schemas.common import Input, NonNegative, Positive, Slug
 
-Vendor = Literal["nvidia", "amd", "intel"]
+Vendor = Literal["nvidia", "amd", "intel", "apple"]
 Market = Literal["consumer", "workstation", "datacenter"]
 Interconnect = Literal["pcie", "nvlink", "infinity-fabric"]
+Status = Literal["in_production", "discontinued", "datacenter_only"]
+SoldAs = Literal["card", "hgx-8", "oam-8", "system", "cloud"]
+Stack = Literal["cuda", "rocm-instinct", "rocm-radeon", "oneapi", "metal"]
 
 
 class GpuSpecs(Input):
@@ -40,6 +43,12 @@ class GpuSpecs(Input):
         default_factory=list, max_length=16
     )
     source: str = Field(min_length=1, max_length=1024)
+    status: Status = "in_production"
+    discontinued_on: date | None = None
+    sold_as: SoldAs = Field("card", description="The unit a buyer must purchase.")
+    unit_gpus: int = Field(1, ge=1, le=64, description="GPUs in that unit (8 for HGX/OAM).")
+    stack: Stack = "cuda"
+    availability_source: str | None = Field(None, max_length=1024)
 
 
 class _HasSlug(Input):
@@ -67,6 +76,10 @@ class GpuUpdate(Input):
             "interconnect",
             "aliases",
             "source",
+            "status",
+            "sold_as",
+            "unit_gpus",
+            "stack",
         }
         nulled = sorted(f for f in self.model_fields_set & required if getattr(self, f) is None)
         if nulled:
@@ -91,6 +104,12 @@ class GpuUpdate(Input):
     launch_price_usd: Positive | None = None
     aliases: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = None
     source: str | None = Field(None, min_length=1, max_length=1024)
+    status: Status | None = None
+    discontinued_on: date | None = None
+    sold_as: SoldAs | None = None
+    unit_gpus: int | None = Field(None, ge=1, le=64)
+    stack: Stack | None = None
+    availability_source: str | None = Field(None, max_length=1024)
 
 
 class GpuRead(GpuCreate):

@@ -16,9 +16,9 @@ from typing import Any, get_args
 
 import pytest
 
-from service import catalog
+from service.catalog import loaders as catalog
 from service.domain.plausibility import PeakRates, exceeds_peak
-from service.schemas import Precision
+from service.domain.vocabulary import Precision
 
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDA_DATA = Path("/work/shared/data/lambda-deeplearning-benchmark")
@@ -30,7 +30,11 @@ NODE_ID = re.compile(r"\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}")
 
 
 def _shipped() -> list[dict[str, str]]:
-    text = resources.files(catalog).joinpath("measured_results.csv").read_text(encoding="utf-8")
+    text = (
+        resources.files("service.catalog")
+        .joinpath("measured_results.csv")
+        .read_text(encoding="utf-8")
+    )
     return list(csv.DictReader(text.splitlines()))
 
 
@@ -46,7 +50,11 @@ def _lambda_rows(column: str) -> list[dict[str, str]]:
 
 
 def test_header_is_the_documented_one() -> None:
-    text = resources.files(catalog).joinpath("measured_results.csv").read_text(encoding="utf-8")
+    text = (
+        resources.files("service.catalog")
+        .joinpath("measured_results.csv")
+        .read_text(encoding="utf-8")
+    )
     assert text.splitlines()[0] == COLUMNS
 
 
@@ -191,7 +199,7 @@ def test_no_result_beats_its_gpus_peak() -> None:
 
 
 def test_gpus_missing_from_the_catalog_are_listed_for_adding() -> None:
-    notes = resources.files(catalog).joinpath("MEASURED.md").read_text(encoding="utf-8")
+    notes = resources.files("service.catalog").joinpath("MEASURED.md").read_text(encoding="utf-8")
     section = notes.split("## GPUs to add to the catalog", 1)[1].split("\n## ", 1)[0]
     missing = {r["gpu"] for r in ROWS} - GPUS.keys()
     assert missing, "expected some GPUs outside the catalog (GH200, A5500, laptop parts)"
