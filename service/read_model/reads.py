@@ -6,12 +6,24 @@ from sqlmodel import Session
 from starlette.responses import Response
 from starlette.types import Scope
 
-from service.catalog.lookup import workload_or_422
+from service.catalog.lookup import workload_by_slug
+from service.core.errors import InvalidInput, UnknownSlug
 from service.core.settings import Settings
 from service.domain.vocabulary import ConditionChoice
+from service.models import Workload
 from service.read_model.answer_cache import AnswerCache
 from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
 from service.read_model.snapshot_cache import SnapshotCache
+
+
+def _query_workload(session: Session, slug: str) -> Workload:
+    """The workload a read asks for; an unknown one is a 422 naming the query parameter."""
+    try:
+        return workload_by_slug(session, slug)
+    except UnknownSlug as exc:
+        raise InvalidInput.one(
+            ("query", "workload"), exc.detail, "unknown_workload", suggestions=exc.suggestions
+        ) from None
 
 
 def snapshot_key(
@@ -32,6 +44,13 @@ class ReadModel:
         self.snapshots = snapshots
         self.answers = answers
 
+    def changed(self) -> None:
+        """Data behind the snapshots was written and committed (results, prices, catalog rows,
+        an accepted calibration): this process's snapshots and answers are stale from now on.
+        Called by the code that wrote, never for writes that no read depends on (heartbeats,
+        keys, job leases)."""
+        self.snapshots.invalidate()
+
     async def snapshot(self, key: SnapshotKey) -> Snapshot:
         """The snapshot for `key`: from the cache without touching the database, or built
         (once) in the thread pool with a session of its own."""
@@ -42,7 +61,7 @@ class ReadModel:
 
         def build() -> Snapshot:
             with Session(engine) as session:
-                workload = workload_or_422(session, key.workload)
+                workload = _query_workload(session, key.workload)
                 return build_snapshot(
                     session,
                     workload,

@@ -283,3 +283,28 @@ def test_rankings_repeats_come_from_the_answer_cache_and_parameters_stay_apart(c
     assert len(runs) == 2
     as_csv = client.get("/rankings?workload=resnet50-train", headers={"Accept": "text/csv"})
     assert as_csv.headers["content-type"].startswith("text/csv") and len(runs) == 3
+
+
+def test_only_writes_that_reads_depend_on_end_a_stored_answer(client, keys, monkeypatch):
+    """A heartbeat or a new API key keeps the stored answer; a POST /results ends it."""
+    from tests.api.test_hosts_agent import identity
+
+    runs = count_route_runs(monkeypatch, recommend_api)
+    url = "/recommend?budget=2000&workload=resnet50-train&min_memory_gb=24"
+    client.get(url)
+    token = client.post("/hosts", json={"name": "box-1"}, headers=keys.auth(keys.admin)).json()[
+        "token"
+    ]
+    beat = client.post("/agent/heartbeat", json=identity(), headers=keys.auth(token))
+    assert beat.status_code == 200
+    new_key = client.post(
+        "/keys", json={"name": "x", "role": "submitter"}, headers=keys.auth(keys.admin)
+    )
+    assert new_key.status_code == 201
+    client.get(url)
+    assert len(runs) == 1  # still the stored answer
+    post_results(client, keys, "nvidia-rtx-4090", [1500] * 5)
+    after = client.get(url).json()
+    assert len(runs) == 2
+    row = next(r for r in after["recommendations"] if r["gpu"] == "nvidia-rtx-4090")
+    assert row["basis"] == "measured"
