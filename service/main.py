@@ -24,7 +24,7 @@ from service.api import (
 )
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
-from service.core.middleware import BodySizeLimit, InvalidateOnWrite, RejectNulInUrl
+from service.core.middleware import BodySizeLimit, RejectNulInUrl
 from service.core.migrations import head_revision
 from service.core.observability import Metrics, RequestContext, configure_logging
 from service.core.settings import Settings, get_settings
@@ -60,7 +60,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_model = ReadModel(engine, settings, snapshots, answers)
     app.state.metrics = Metrics()
     install_error_handlers(app)
-    app.add_middleware(InvalidateOnWrite, cache=snapshots)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(ServeCachedAnswers, answers=answers)
     app.add_middleware(RejectNulInUrl)

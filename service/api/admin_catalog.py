@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 from sqlmodel import col, select
 
-from service.api.deps import SessionDep, WriteSessionDep
+from service.api.deps import ReadModelDep, SessionDep, WriteSessionDep
 from service.api.responses import CONFLICT, NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.api.security import AdminKey
 from service.catalog import lookup
@@ -29,18 +29,23 @@ _WRITE = WRITE_AUTH | NOT_FOUND | CONFLICT | TOO_LARGE
 
 
 @router.post("/gpus", status_code=status.HTTP_201_CREATED, response_model=GpuRead, responses=_WRITE)
-def create_gpu(body: GpuCreate, _admin: AdminKey, session: WriteSessionDep) -> GpuRead:
+def create_gpu(
+    body: GpuCreate, _admin: AdminKey, session: WriteSessionDep, reads: ReadModelDep
+) -> GpuRead:
     if session.exec(select(Gpu.id).where(Gpu.slug == body.slug)).first() is not None:
         raise Conflict(f"GPU '{body.slug}' exists; PATCH /gpus/{body.slug} to change it")
     gpu = gpu_row(body)
     session.add(gpu)
     session.commit()
+    reads.changed()
     session.refresh(gpu)
     return GpuRead.model_validate(gpu)
 
 
 @router.patch("/gpus/{slug}", response_model=GpuRead, responses=_WRITE)
-def update_gpu(slug: str, body: GpuUpdate, _admin: AdminKey, session: WriteSessionDep) -> GpuRead:
+def update_gpu(
+    slug: str, body: GpuUpdate, _admin: AdminKey, session: WriteSessionDep, reads: ReadModelDep
+) -> GpuRead:
     gpu = lookup.gpu_by_slug(session, slug)
     changes = body.model_dump(exclude_unset=True)
     if "aliases" in changes:
@@ -50,6 +55,7 @@ def update_gpu(slug: str, body: GpuUpdate, _admin: AdminKey, session: WriteSessi
     gpu.updated_at = utcnow()
     session.add(gpu)
     session.commit()
+    reads.changed()
     session.refresh(gpu)
     return GpuRead.model_validate(gpu)
 
@@ -61,13 +67,14 @@ def update_gpu(slug: str, body: GpuUpdate, _admin: AdminKey, session: WriteSessi
     responses=_WRITE,
 )
 def create_workload(
-    body: WorkloadCreate, _admin: AdminKey, session: WriteSessionDep
+    body: WorkloadCreate, _admin: AdminKey, session: WriteSessionDep, reads: ReadModelDep
 ) -> WorkloadRead:
     if session.exec(select(Workload.id).where(Workload.slug == body.slug)).first() is not None:
         raise Conflict(f"workload '{body.slug}' exists")
     workload = Workload(**body.model_dump())
     session.add(workload)
     session.commit()
+    reads.changed()
     session.refresh(workload)
     return WorkloadRead.model_validate(workload)
 
@@ -79,12 +86,15 @@ def _price_read(price: Price, gpu_slug: str) -> PriceRead:
 @router.post(
     "/prices", status_code=status.HTTP_201_CREATED, response_model=PriceRead, responses=_WRITE
 )
-def create_price(body: PriceCreate, _admin: AdminKey, session: WriteSessionDep) -> PriceRead:
+def create_price(
+    body: PriceCreate, _admin: AdminKey, session: WriteSessionDep, reads: ReadModelDep
+) -> PriceRead:
     gpu = lookup.gpu_by_slug(session, body.gpu)
     assert gpu.id is not None
     price = Price(gpu_id=gpu.id, **body.model_dump(exclude={"gpu"}))
     session.add(price)
     session.commit()
+    reads.changed()
     session.refresh(price)
     return _price_read(price, gpu.slug)
 

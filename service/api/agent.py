@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter, Response, status
 
-from service.api.deps import MetricsDep, RowId, SettingsDep, WriteSessionDep
+from service.api.deps import MetricsDep, ReadModelDep, RowId, SettingsDep, WriteSessionDep
 from service.api.presenters import calibration_read
 from service.api.responses import AUTH, CONFLICT, NO_CONTENT, NOT_FOUND, REPEAT, TOO_LARGE
 from service.api.security import HostDep
@@ -64,6 +64,7 @@ def post_result(
     session: WriteSessionDep,
     response: Response,
     metrics: MetricsDep,
+    reads: ReadModelDep,
 ) -> CalibrationRead:
     try:
         calibration, created = host_service.complete(session, host, job_id, report, utcnow())
@@ -74,6 +75,8 @@ def post_result(
     session.commit()
     if created:
         metrics.calibrations.labels(calibration.status).inc()
+        if calibration.status == "accepted":
+            reads.changed()  # an accepted calibration moves the estimates of its GPU
     else:
         response.status_code = status.HTTP_200_OK
     gpu = session.get(Gpu, calibration.gpu_id) if calibration.gpu_id else None

@@ -1,20 +1,11 @@
-"""Rows more than one router answers with: prices and calibration views."""
+"""Rows more than one router answers with: calibration views (price rows: read_model.rows)."""
 
 from typing import Any
 
 from sqlmodel import Session, col, select
 
-from service.domain.recommend import Candidate
 from service.models import Calibration, Gpu, Host
 from service.schemas.calibration import CalibrationRead
-from service.schemas.rankings import PriceInfo
-
-
-def price_info(candidate: Candidate) -> PriceInfo | None:
-    p = candidate.price
-    if p is None:
-        return None
-    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
 
 
 def calibration_read(calibration: Calibration, host: str, gpu: str | None) -> CalibrationRead:

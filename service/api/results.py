@@ -3,16 +3,15 @@
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
-from service.api.deps import MetricsDep, RowId, SessionDep, WriteSessionDep
+from service.api.deps import MetricsDep, ReadModelDep, RowId, SessionDep, WriteSessionDep
 from service.api.pagination import decode_cursor, split_page
 from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.api.security import AdminKey, SubmitterKey
-from service.core.errors import NotFound
+from service.core.errors import InvalidInput, NotFound
 from service.ingest import idempotency
 from service.ingest.gate import BatchRejected, store_results
 from service.ingest.groups import refresh_groups
@@ -56,9 +55,9 @@ def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
             return ResultBatchIn.model_validate(payload).results, True
         return [ResultIn.model_validate(payload)], False
     except ValidationError as exc:
-        raise RequestValidationError(
+        raise InvalidInput(
             [
-                {"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]}
+                {"loc": ["body", *e["loc"]], "msg": e["msg"], "type": e["type"]}
                 for e in exc.errors(include_url=False, include_input=False)
             ]
         ) from None
@@ -76,6 +75,7 @@ def _parse(payload: Any) -> tuple[list[ResultIn], bool]:
 )
 def post_results(
     metrics: MetricsDep,
+    reads: ReadModelDep,
     submitter: SubmitterKey,
     session: WriteSessionDep,
     payload: Annotated[Any, Body(include_in_schema=False)],
@@ -92,14 +92,10 @@ def post_results(
                 session, submitter.id, idempotency_key, idempotency.fingerprint(payload)
             )
         except idempotency.KeyReused:
-            raise RequestValidationError(
-                [
-                    {
-                        "loc": ("header", "Idempotency-Key"),
-                        "msg": "this Idempotency-Key was already used with a different body",
-                        "type": "idempotency_key_reused",
-                    }
-                ]
+            raise InvalidInput.one(
+                ("header", "Idempotency-Key"),
+                "this Idempotency-Key was already used with a different body",
+                "idempotency_key_reused",
             ) from None
         if isinstance(claimed, idempotency.Replay):
             return JSONResponse(
@@ -110,15 +106,16 @@ def post_results(
         record = claimed
     try:
         outcomes = [o.model_dump() for o in store_results(session, items, submitter)]
-    except BatchRejected as exc:
+    except BatchRejected:
         session.rollback()
-        raise RequestValidationError([e.as_detail() for e in exc.errors]) from None
+        raise
     body: Any = {"results": outcomes} if is_batch else outcomes[0]
     if record is not None:
         record.status_code = 201
         record.response = body
         session.add(record)
     session.commit()
+    reads.changed()
     ingested = metrics.results
     for outcome in outcomes:
         ingested.labels(outcome["status"]).inc()
@@ -187,7 +184,11 @@ def get_result(result_id: RowId, session: SessionDep) -> ResultRead:
     summary="Admin: set a result's status by hand (audited; never re-evaluated after)",
 )
 def patch_result(
-    result_id: RowId, change: ResultPatch, admin: AdminKey, session: WriteSessionDep
+    result_id: RowId,
+    change: ResultPatch,
+    admin: AdminKey,
+    session: WriteSessionDep,
+    reads: ReadModelDep,
 ) -> ResultRead:
     result = session.get(Result, result_id)
     if result is None:
@@ -211,4 +212,5 @@ def patch_result(
         session, [(result.gpu_id, result.workload_id, result.precision, result.gpu_count)]
     )
     session.commit()
+    reads.changed()
     return _one(session, result_id)

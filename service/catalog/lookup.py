@@ -1,46 +1,50 @@
-"""Database reads and writes shared by routers (no HTTP details beyond typed errors)."""
+"""Catalog rows by slug: the one lookup, with suggestions for a slug that names nothing.
 
-from collections.abc import Sequence
+Every caller that turns a slug into a GPU or workload goes through `by_slugs` (the batch form,
+one query for the rows and one for the choices) or `by_slug`; how an unknown slug is answered
+(404, or 422 naming the query parameter or body item) is the caller's choice, from the same
+suggestions.
+"""
 
-from fastapi.exceptions import RequestValidationError
+from collections.abc import Collection, Sequence
+from typing import TypeVar
+
 from sqlmodel import Session, col, select
 
-from service.core.errors import NotFound
+from service.core.errors import UnknownSlug
 from service.domain.matching import suggest
 from service.models import Gpu, Workload
 
+Row = TypeVar("Row", Gpu, Workload)
+KIND: dict[type, str] = {Gpu: "GPU", Workload: "workload"}
+
+
+def by_slugs(
+    session: Session, model: type[Row], slugs: Collection[str]
+) -> tuple[dict[str, Row], dict[str, list[str]]]:
+    """(rows found, by slug; {unknown slug: the closest known slugs})."""
+    found = {row.slug: row for row in session.exec(select(model).where(col(model.slug).in_(slugs)))}
+    unknown = [s for s in slugs if s not in found]
+    if not unknown:
+        return found, {}
+    choices = list(session.exec(select(model.slug)).all())
+    return found, {s: suggest(s, choices) for s in unknown}
+
+
+def by_slug(session: Session, model: type[Row], slug: str) -> Row:
+    """The row named `slug`; UnknownSlug (with suggestions) when there is none."""
+    found, unknown = by_slugs(session, model, [slug])
+    if slug in unknown:
+        raise UnknownSlug(KIND[model], slug, unknown[slug])
+    return found[slug]
+
 
 def gpu_by_slug(session: Session, slug: str) -> Gpu:
-    gpu = session.exec(select(Gpu).where(Gpu.slug == slug)).first()
-    if gpu is None:
-        suggestions = suggest(slug, session.exec(select(Gpu.slug)).all())
-        raise NotFound(f"unknown GPU '{slug}'", suggestions)
-    return gpu
+    return by_slug(session, Gpu, slug)
 
 
 def workload_by_slug(session: Session, slug: str) -> Workload:
-    workload = session.exec(select(Workload).where(Workload.slug == slug)).first()
-    if workload is None:
-        suggestions = suggest(slug, session.exec(select(Workload.slug)).all())
-        raise NotFound(f"unknown workload '{slug}'", suggestions)
-    return workload
-
-
-def workload_or_422(session: Session, slug: str) -> Workload:
-    workload = session.exec(select(Workload).where(Workload.slug == slug)).first()
-    if workload is None:
-        choices = session.exec(select(Workload.slug)).all()
-        raise RequestValidationError(
-            [
-                {
-                    "loc": ("query", "workload"),
-                    "msg": f"unknown workload '{slug}'",
-                    "type": "unknown_workload",
-                    "suggestions": suggest(slug, choices),
-                }
-            ]
-        )
-    return workload
+    return by_slug(session, Workload, slug)
 
 
 def list_gpus(

@@ -101,26 +101,6 @@ class BodySizeLimit:
         await send({"type": "http.response.body", "body": payload})
 
 
-class InvalidateOnWrite:
-    """Drop cached ranking data after any successful write through this process."""
-
-    def __init__(self, app: ASGIApp, cache: Any) -> None:
-        self.app = app
-        self.cache = cache
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
-
-        async def send_then_invalidate(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] < 400:
-                self.cache.invalidate()
-            await send(message)
-
-        await self.app(scope, receive, send_then_invalidate)
-
-
 def _content_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", []):
         if name == b"content-length":

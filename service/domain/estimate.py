@@ -52,7 +52,9 @@ class Estimate:
 
 
 @dataclass(frozen=True)
-class Workload:
+class WorkloadShape:
+    """What the estimator needs of a workload (the table row is service.models.Workload)."""
+
     flops_per_unit: float | None
     memory_bound: bool
     precision: str
@@ -111,7 +113,7 @@ def _spec_score(gpu: GpuPerf, memory_bound: bool) -> float:
     return gpu.bandwidth_gbs if memory_bound else gpu.compute_tflops
 
 
-def roofline_prior(gpu: GpuPerf, workload: Workload) -> float | None:
+def roofline_prior(gpu: GpuPerf, workload: WorkloadShape) -> float | None:
     """Throughput from specs alone, for a workload nobody has measured yet."""
     if workload.flops_per_unit is None:
         return None
@@ -124,7 +126,7 @@ def roofline_prior(gpu: GpuPerf, workload: Workload) -> float | None:
 
 
 def estimate_all(
-    gpus: Sequence[GpuPerf], measured: Mapping[str, Measurement], workload: Workload
+    gpus: Sequence[GpuPerf], measured: Mapping[str, Measurement], workload: WorkloadShape
 ) -> dict[str, Estimate]:
     """An estimate for every GPU that has enough specs, by the best basis available."""
     anchors = [g for g in gpus if g.slug in measured]

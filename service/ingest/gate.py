@@ -8,61 +8,37 @@ at once.
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
+from service.catalog.lookup import by_slugs
 from service.catalog.peaks import peak_rates
 from service.core.db import insert_returning_ids
-from service.domain.matching import suggest
+from service.core.errors import InvalidInput
 from service.domain.plausibility import exceeds_peak
 from service.ingest.groups import RESULT_TABLE, GroupKey, evaluate, group_key
 from service.models import ApiKey, Gpu, Workload, utcnow
 from service.schemas.results import ResultIn, ResultOutcome
 
 
-@dataclass(frozen=True)
-class ItemError:
-    index: int
-    field: str
-    message: str
-    kind: str
-    suggestions: list[str]
-
-    def as_detail(self) -> dict[str, Any]:
-        return {
-            "loc": ["body", "results", self.index, self.field],
-            "msg": self.message,
-            "type": self.kind,
-            "suggestions": self.suggestions,
-        }
-
-
-class BatchRejected(Exception):
-    """Some items reference unknown GPUs or workloads; nothing was stored."""
-
-    def __init__(self, errors: list[ItemError]) -> None:
-        super().__init__(f"{len(errors)} invalid items")
-        self.errors = errors
+class BatchRejected(InvalidInput):
+    """Some items reference unknown GPUs or workloads; nothing was stored. One error per
+    unknown slug per item, in item order, each with suggestions."""
 
 
 def _unknown_slug_errors(
-    session: Session, items: Sequence[ResultIn], field: str, known: set[str], model: Any
-) -> list[ItemError]:
-    missing = [
-        (i, getattr(item, field))
-        for i, item in enumerate(items)
-        if getattr(item, field) not in known
-    ]
-    if not missing:
-        return []
-    choices = list(session.exec(select(model.slug)).all())
+    items: Sequence[ResultIn], field: str, unknown: dict[str, list[str]]
+) -> list[dict[str, Any]]:
     return [
-        ItemError(
-            index, field, f"unknown {field} '{slug}'", f"unknown_{field}", suggest(slug, choices)
-        )
-        for index, slug in missing
+        {
+            "loc": ["body", "results", index, field],
+            "msg": f"unknown {field} '{slug}'",
+            "type": f"unknown_{field}",
+            "suggestions": unknown[slug],
+        }
+        for index, item in enumerate(items)
+        if (slug := getattr(item, field)) in unknown
     ]
 
 
@@ -70,17 +46,12 @@ def _resolve(
     session: Session, items: Sequence[ResultIn]
 ) -> tuple[dict[str, Gpu], dict[str, Workload]]:
     """GPUs and workloads the batch names, by slug; BatchRejected if any is unknown."""
-    gpu_slugs = {item.gpu for item in items}
-    workload_slugs = {item.workload for item in items}
-    gpus = {g.slug: g for g in session.exec(select(Gpu).where(col(Gpu.slug).in_(gpu_slugs)))}
-    workloads = {
-        w.slug: w
-        for w in session.exec(select(Workload).where(col(Workload.slug).in_(workload_slugs)))
-    }
-    errors = _unknown_slug_errors(session, items, "gpu", set(gpus), Gpu)
-    errors += _unknown_slug_errors(session, items, "workload", set(workloads), Workload)
+    gpus, unknown_gpus = by_slugs(session, Gpu, {item.gpu for item in items})
+    workloads, unknown_workloads = by_slugs(session, Workload, {item.workload for item in items})
+    errors = _unknown_slug_errors(items, "gpu", unknown_gpus)
+    errors += _unknown_slug_errors(items, "workload", unknown_workloads)
     if errors:
-        raise BatchRejected(sorted(errors, key=lambda e: e.index))
+        raise BatchRejected(sorted(errors, key=lambda e: e["loc"][2]))
     return gpus, workloads
 
 

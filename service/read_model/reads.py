@@ -1,23 +1,54 @@
 """Reads through the caches: the (cached) snapshot for a key, and storing a finished answer."""
 
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.responses import Response
 from starlette.types import Scope
 
-from service.catalog.lookup import workload_or_422
+from service.catalog.lookup import workload_by_slug
+from service.core.errors import InvalidInput, UnknownSlug
 from service.core.settings import Settings
-from service.domain.vocabulary import ConditionChoice
+from service.domain.vocabulary import ConditionChoice, Mode
+from service.models import Workload
 from service.read_model.answer_cache import AnswerCache
+from service.read_model.rows import RankingSort, ranking_rows, recommendation_rows
 from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
 from service.read_model.snapshot_cache import SnapshotCache
+from service.schemas.rankings import RankingItem, Recommendation
+
+
+def _query_workload(session: Session, slug: str) -> Workload:
+    """The workload a read asks for; an unknown one is a 422 naming the query parameter."""
+    try:
+        return workload_by_slug(session, slug)
+    except UnknownSlug as exc:
+        raise InvalidInput.one(
+            ("query", "workload"), exc.detail, "unknown_workload", suggestions=exc.suggestions
+        ) from None
 
 
 def snapshot_key(
     workload_slug: str, precision: str | None, condition: ConditionChoice
 ) -> SnapshotKey:
     return SnapshotKey(workload_slug, precision, condition, utc_today())
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Rows(Generic[R]):
+    """Finished rows of one read, with the snapshot they came from (for storing the answer)."""
+
+    key: SnapshotKey
+    snapshot: Snapshot
+    rows: list[R]
+    min_memory_gb: float  # the one asked for, else the workload's
+    hint: str | None = None  # when there are no rows: which data is missing or what would fit
 
 
 class ReadModel:
@@ -32,6 +63,13 @@ class ReadModel:
         self.snapshots = snapshots
         self.answers = answers
 
+    def changed(self) -> None:
+        """Data behind the snapshots was written and committed (results, prices, catalog rows,
+        an accepted calibration): this process's snapshots and answers are stale from now on.
+        Called by the code that wrote, never for writes that no read depends on (heartbeats,
+        keys, job leases)."""
+        self.snapshots.invalidate()
+
     async def snapshot(self, key: SnapshotKey) -> Snapshot:
         """The snapshot for `key`: from the cache without touching the database, or built
         (once) in the thread pool with a session of its own."""
@@ -42,7 +80,7 @@ class ReadModel:
 
         def build() -> Snapshot:
             with Session(engine) as session:
-                workload = workload_or_422(session, key.workload)
+                workload = _query_workload(session, key.workload)
                 return build_snapshot(
                     session,
                     workload,
@@ -55,9 +93,45 @@ class ReadModel:
 
         return await run_in_threadpool(self.snapshots.get, key, build)
 
-    def stored(
-        self, scope: Scope, key: SnapshotKey, snapshot: Snapshot, answer: Response
-    ) -> Response:
-        """`answer`, kept for repeats of this request (ServeCachedAnswers answers them)."""
-        self.answers.store(scope, key, snapshot, answer)
+    async def _snapshot_for(
+        self, workload: str | None, precision: str | None, condition: ConditionChoice
+    ) -> tuple[SnapshotKey, Snapshot]:
+        key = snapshot_key(workload or self.settings.default_workload, precision, condition)
+        return key, await self.snapshot(key)
+
+    async def rankings(
+        self,
+        workload: str | None,
+        precision: str | None,
+        condition: ConditionChoice,
+        min_memory_gb: float | None,
+        sort: RankingSort,
+    ) -> Rows[RankingItem]:
+        key, snapshot = await self._snapshot_for(workload, precision, condition)
+        min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
+        return Rows(key, snapshot, ranking_rows(snapshot, min_memory, sort), min_memory)
+
+    async def recommendations(
+        self,
+        workload: str | None,
+        precision: str | None,
+        condition: ConditionChoice,
+        min_memory_gb: float | None,
+        budget: float,
+        mode: Mode,
+        framework: str,
+        max_gpus: int,
+        limit: int,
+    ) -> Rows[Recommendation]:
+        key, snapshot = await self._snapshot_for(workload, precision, condition)
+        min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
+        rows, hint = recommendation_rows(
+            snapshot, budget, min_memory, mode, framework, max_gpus, limit
+        )
+        return Rows(key, snapshot, rows, min_memory, hint)
+
+    def stored(self, scope: Scope, read: Rows[Any], answer: Response) -> Response:
+        """`answer` (computed from `read`), kept for repeats of this request
+        (ServeCachedAnswers answers them while its snapshot is current)."""
+        self.answers.store(scope, read.key, read.snapshot, answer)
         return answer

@@ -127,7 +127,7 @@ def build_snapshot(
     estimates = est.estimate_all(
         list(perf.values()),
         measured,
-        est.Workload(workload.flops_per_unit, workload.memory_bound, precision),
+        est.WorkloadShape(workload.flops_per_unit, workload.memory_bound, precision),
     )
     prices: dict[int, list[PriceObservation]] = {}
     for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():

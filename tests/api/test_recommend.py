@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-from service.api import rankings as rankings_api
-from service.api import recommend as recommend_api
 from service.catalog import loaders as catalog
+from service.read_model.reads import ReadModel
 
 
 def post_results(client, keys, gpu, values, workload="resnet50-train", precision="fp16", count=1):
@@ -231,21 +230,22 @@ def test_cached_answers_follow_writes_and_keep_parameters_apart(client, keys):
     assert (row["basis"], row["throughput"]) == ("measured", 1500)
 
 
-def count_route_runs(monkeypatch, module) -> list[str]:
-    """A list that grows by one each time the route of `module` runs (it calls snapshot_key)."""
+def count_route_runs(monkeypatch, method: str) -> list[str]:
+    """A list that grows by one each time a route calls ReadModel.`method` (once per answer
+    it computes; a stored answer is served without it)."""
     runs: list[str] = []
-    original = module.snapshot_key
+    original = getattr(ReadModel, method)
 
-    def counted(*args):
-        runs.append(args[0])
-        return original(*args)
+    async def counted(self, workload, *args):
+        runs.append(workload)
+        return await original(self, workload, *args)
 
-    monkeypatch.setattr(module, "snapshot_key", counted)
+    monkeypatch.setattr(ReadModel, method, counted)
     return runs
 
 
 def test_a_repeated_request_is_answered_from_the_answer_cache_like_the_first(client, monkeypatch):
-    runs = count_route_runs(monkeypatch, recommend_api)
+    runs = count_route_runs(monkeypatch, "recommendations")
     url = "/recommend?budget=2000&workload=resnet50-train"
     first = client.get(url)
     second = client.get(url)
@@ -264,7 +264,7 @@ def test_a_repeated_request_is_answered_from_the_answer_cache_like_the_first(cli
 
 
 def test_errors_are_never_stored_and_a_csv_hint_survives_the_cache(client, monkeypatch):
-    runs = count_route_runs(monkeypatch, recommend_api)
+    runs = count_route_runs(monkeypatch, "recommendations")
     assert client.get("/recommend?budget=-1").status_code == 422
     assert client.get("/recommend?budget=1&workload=nope").status_code == 422
     assert client.get("/recommend?budget=1&workload=nope").status_code == 422
@@ -278,7 +278,7 @@ def test_errors_are_never_stored_and_a_csv_hint_survives_the_cache(client, monke
 
 
 def test_rankings_repeats_come_from_the_answer_cache_and_parameters_stay_apart(client, monkeypatch):
-    runs = count_route_runs(monkeypatch, rankings_api)
+    runs = count_route_runs(monkeypatch, "rankings")
     by_speed = client.get("/rankings?workload=resnet50-train")
     by_value = client.get("/rankings?workload=resnet50-train&sort=perf_per_dollar")
     assert client.get("/rankings?workload=resnet50-train").content == by_speed.content
@@ -287,3 +287,28 @@ def test_rankings_repeats_come_from_the_answer_cache_and_parameters_stay_apart(c
     assert len(runs) == 2
     as_csv = client.get("/rankings?workload=resnet50-train", headers={"Accept": "text/csv"})
     assert as_csv.headers["content-type"].startswith("text/csv") and len(runs) == 3
+
+
+def test_only_writes_that_reads_depend_on_end_a_stored_answer(client, keys, monkeypatch):
+    """A heartbeat or a new API key keeps the stored answer; a POST /results ends it."""
+    from tests.api.test_hosts_agent import identity
+
+    runs = count_route_runs(monkeypatch, "recommendations")
+    url = "/recommend?budget=2000&workload=resnet50-train&min_memory_gb=24"
+    client.get(url)
+    token = client.post("/hosts", json={"name": "box-1"}, headers=keys.auth(keys.admin)).json()[
+        "token"
+    ]
+    beat = client.post("/agent/heartbeat", json=identity(), headers=keys.auth(token))
+    assert beat.status_code == 200
+    new_key = client.post(
+        "/keys", json={"name": "x", "role": "submitter"}, headers=keys.auth(keys.admin)
+    )
+    assert new_key.status_code == 201
+    client.get(url)
+    assert len(runs) == 1  # still the stored answer
+    post_results(client, keys, "nvidia-rtx-4090", [1500] * 5)
+    after = client.get(url).json()
+    assert len(runs) == 2
+    row = next(r for r in after["recommendations"] if r["gpu"] == "nvidia-rtx-4090")
+    assert row["basis"] == "measured"

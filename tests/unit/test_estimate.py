@@ -13,8 +13,8 @@ from service.domain.prices import PriceObservation, current_price
 from service.domain.recommend import Candidate, configurations, within_budget
 from service.domain.scaling import efficiency, scaling
 
-TRAIN = est.Workload(flops_per_unit=2.45e10, memory_bound=False, precision="fp16")
-DECODE = est.Workload(flops_per_unit=1.35e10, memory_bound=True, precision="fp16")
+TRAIN = est.WorkloadShape(flops_per_unit=2.45e10, memory_bound=False, precision="fp16")
+DECODE = est.WorkloadShape(flops_per_unit=1.35e10, memory_bound=True, precision="fp16")
 
 
 def gpu(slug, compute, bandwidth):
@@ -79,7 +79,7 @@ def test_roofline_prior_without_any_measurement():
     # 1000 GB/s x 0.6 / (6.75e9 params x 2 bytes) tokens/s
     assert out["c"].value == pytest.approx(1000e9 * 0.6 / (1.35e10 / 2 * 2))
     assert out["c"].model == "roofline-prior" and out["c"].n == 0
-    no_flops = est.Workload(flops_per_unit=None, memory_bound=False, precision="fp16")
+    no_flops = est.WorkloadShape(flops_per_unit=None, memory_bound=False, precision="fp16")
     assert est.estimate_all(FLEET, {}, no_flops) == {}
 
 
