@@ -294,7 +294,7 @@ def test_only_writes_that_reads_depend_on_end_a_stored_answer(client, keys, monk
     from tests.api.test_hosts_agent import identity
 
     runs = count_route_runs(monkeypatch, "recommendations")
-    url = "/recommend?budget=2000&workload=resnet50-train&min_memory_gb=24"
+    url = "/recommend?budget=2000&workload=resnet50-train&min_memory_gb=24&limit=50"
     client.get(url)
     token = client.post("/hosts", json={"name": "box-1"}, headers=keys.auth(keys.admin)).json()[
         "token"
