@@ -9,6 +9,7 @@ from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model.rows import RankingSort
+from service.schemas.catalog import Stack
 from service.schemas.rankings import RankingItem, Rankings
 
 router = APIRouter(tags=["rankings"])
@@ -29,9 +30,13 @@ async def rankings(
     sort: RankingSort = "performance",
     min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
     condition: ConditionChoice = "any",
+    allow_stale: bool = False,
+    stack: Stack | None = None,
     format: Format | None = None,
 ) -> Response:
-    read = await read_model.rankings(workload, precision, condition, min_memory_gb, sort)
+    read = await read_model.rankings(
+        workload, precision, condition, min_memory_gb, sort, allow_stale, stack
+    )
     if wants_csv(request, format):
         as_csv = csv_response((r.model_dump(mode="json") for r in read.rows), CSV_COLUMNS)
         return read_model.stored(request.scope, read, as_csv)

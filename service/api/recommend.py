@@ -10,6 +10,7 @@ from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.domain.vocabulary import ConditionChoice, Mode, Precision
 from service.read_model.reads import Rows
+from service.schemas.catalog import Stack
 from service.schemas.rankings import Recommendation, Recommendations
 
 router = APIRouter(tags=["recommend"])
@@ -28,6 +29,8 @@ class RecommendQuery(BaseModel):
     mode: Mode = "parallel"
     framework: str = Field("pytorch", min_length=1, max_length=32, pattern=r"^[a-z0-9_.+-]+$")
     condition: ConditionChoice = "any"
+    allow_stale: bool = Field(False, description="Also rank at prices older than the window.")
+    stack: Stack | None = Field(None, description="Only GPUs on this software stack.")
     limit: int = Field(5, ge=1, le=50)
     format: Format | None = None
 
@@ -51,6 +54,8 @@ async def recommend(
         q.framework,
         q.max_gpus,
         q.limit,
+        q.allow_stale,
+        q.stack,
     )
     answer = _answer(read, q, wants_csv(request, q.format), read_model.settings.reference_gpu)
     return read_model.stored(request.scope, read, answer)
@@ -75,6 +80,8 @@ def _answer(
         framework=q.framework,
         condition=q.condition,
         reference_gpu=reference,
+        allow_stale=q.allow_stale,
+        stack=q.stack,
         hint=hint,
     )
     # Built and validated above: serialize once, skipping FastAPI's second validation pass.

@@ -52,7 +52,8 @@ def load_gpus() -> list[GpuCreate]:
 
 
 def load_launch_prices() -> list[LaunchPrice]:
-    """Launch MSRPs, recorded as price observations with source `msrp` on the launch date."""
+    """Launch MSRPs, recorded as price observations of kind (condition) `msrp`, source `msrp`,
+    on the launch date."""
     prices = []
     for row in _rows("gpus.csv"):
         gpu = GpuCreate.model_validate(_gpu_fields(row))
@@ -63,6 +64,76 @@ def load_launch_prices() -> list[LaunchPrice]:
                 )
             )
     return prices
+
+
+@dataclass(frozen=True)
+class PriceSeed:
+    """One row of prices.csv: `kind` is the stored condition (new | used | msrp | cloud)."""
+
+    gpu: str
+    kind: str
+    usd: float | None
+    usd_per_hour: float | None
+    provider: str | None
+    source: str
+    observed_at: date
+    note: str | None
+
+
+@dataclass(frozen=True)
+class SoldAsSeed:
+    """One row of sold_as.csv: the unit a platform GPU is bought in, with its price if public."""
+
+    gpu: str
+    sold_as: str
+    unit_gpus: int
+    unit_usd: float | None
+    source: str
+    observed_at: date | None
+
+
+def _number(value: str | None) -> float | None:
+    return float(value) if value else None
+
+
+PRICE_KINDS = ("new", "used", "msrp", "cloud")
+
+
+def load_prices() -> list[PriceSeed]:
+    """prices.csv; a row with an unknown kind, no date or the wrong price column fails loudly."""
+    out = []
+    for row in _rows("prices.csv"):
+        seed = PriceSeed(
+            row["gpu"],
+            row["kind"],
+            _number(row.get("usd")),
+            _number(row.get("usd_per_hour")),
+            row.get("provider"),
+            row["source"],
+            date.fromisoformat(row["observed_at"]),
+            row.get("note"),
+        )
+        cloud = seed.kind == "cloud"
+        if seed.kind not in PRICE_KINDS or (seed.usd is None) != cloud:
+            raise ValueError(f"prices.csv: bad row for {seed.gpu} ({seed.kind})")
+        if cloud and (seed.usd_per_hour is None or not seed.provider):
+            raise ValueError(f"prices.csv: cloud row for {seed.gpu} needs usd_per_hour, provider")
+        out.append(seed)
+    return out
+
+
+def load_sold_as() -> list[SoldAsSeed]:
+    return [
+        SoldAsSeed(
+            row["gpu"],
+            row["sold_as"],
+            int(row["unit_gpus"]),
+            _number(row.get("unit_usd")),
+            row["source"],
+            date.fromisoformat(row["observed_at"]) if row.get("observed_at") else None,
+        )
+        for row in _rows("sold_as.csv")
+    ]
 
 
 def load_workloads() -> list[WorkloadCreate]:

@@ -2,8 +2,9 @@
 
 from dataclasses import dataclass
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from service.catalog import loaders
 from service.models import Gpu, Price, ScalingProfile, Workload
@@ -16,6 +17,7 @@ class SeedReport:
     workloads: int = 0
     scaling_profiles: int = 0
     prices: int = 0
+    skipped_prices: int = 0  # rows of prices.csv / sold_as.csv naming a GPU not in the catalog
 
 
 def gpu_row(spec: GpuCreate) -> Gpu:
@@ -37,6 +39,65 @@ def _fill_availability(session: Session, specs: dict[str, GpuCreate]) -> None:
         for name in (*AVAILABILITY_FIELDS, "availability_source"):
             setattr(gpu, name, getattr(spec, name))
         session.add(gpu)
+
+
+PriceKey = tuple[int, str, float | None, float | None, str | None, object]
+
+
+def _price_key(p: Price) -> PriceKey:
+    return (p.gpu_id, p.condition, p.usd, p.usd_per_hour, p.provider, p.observed_at)
+
+
+def _seed_prices(session: Session, known_gpus: dict[str, int], report: SeedReport) -> None:
+    """prices.csv and the per-GPU price of priced platform units (sold_as.csv unit_usd /
+    unit_gpus, as a `new` observation): a row equal in (gpu, kind, price, provider, date) to a
+    stored one is not added again, so reseeding and the same figure from two files are one row.
+    MSRPs stored before `msrp` was its own kind (condition new, source msrp) become kind msrp."""
+    session.execute(
+        update(Price)
+        .where(col(Price.source) == "msrp", col(Price.condition) == "new")
+        .values(condition="msrp")
+    )
+    stored = {_price_key(p) for p in session.exec(select(Price))}
+    rows: list[Price] = []
+    for row in loaders.load_prices():
+        if row.gpu not in known_gpus:
+            report.skipped_prices += 1
+            continue
+        rows.append(
+            Price(
+                gpu_id=known_gpus[row.gpu],
+                usd=row.usd,
+                usd_per_hour=row.usd_per_hour,
+                provider=row.provider,
+                condition=row.kind,
+                source=row.source[:1024],
+                reference=(row.note or "")[:1024] or None,
+                observed_at=row.observed_at,
+            )
+        )
+    for unit in loaders.load_sold_as():
+        if unit.unit_usd is None or unit.observed_at is None:
+            continue
+        if unit.gpu not in known_gpus:
+            report.skipped_prices += 1
+            continue
+        rows.append(
+            Price(
+                gpu_id=known_gpus[unit.gpu],
+                usd=round(unit.unit_usd / unit.unit_gpus, 2),
+                condition="new",
+                source=unit.source[:1024],
+                reference=f"{unit.sold_as}: ${unit.unit_usd:,.0f} / {unit.unit_gpus} GPUs",
+                observed_at=unit.observed_at,
+            )
+        )
+    for price in rows:
+        key = _price_key(price)
+        if key not in stored:
+            stored.add(key)
+            session.add(price)
+            report.prices += 1
 
 
 def seed(engine: Engine) -> SeedReport:
@@ -67,13 +128,15 @@ def seed(engine: Engine) -> SeedReport:
                     Price(
                         gpu_id=gpu_id,
                         usd=launch.usd,
-                        condition="new",
+                        condition="msrp",
                         source="msrp",
                         reference=launch.source_detail or None,
                         observed_at=launch.observed_at,
                     )
                 )
                 report.prices += 1
+
+        _seed_prices(session, known_gpus, report)
 
         known_workloads = set(session.exec(select(Workload.slug)).all())
         for workload in loaders.load_workloads():

@@ -22,9 +22,9 @@ class Settings(BaseSettings):
     )
     rate_window_s: int = Field(60, ge=1, description="Length of the rate-limit window.")
     price_max_age_days: int = Field(
-        3650,
+        180,
         ge=1,
-        description="Price observations older than this are ignored for current prices.",
+        description="Prices older than this are stale: shown, but ranked only with allow_stale.",
     )
     reference_gpu: str = Field(
         "nvidia-rtx-4090", description="GPU whose performance is 1.0 in relative figures."

@@ -1,8 +1,9 @@
 """Ranking and recommendation over estimates and prices: pure, no I/O."""
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from service.domain.availability import Availability, purchase_counts
 from service.domain.estimate import Estimate
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
@@ -11,7 +12,9 @@ from service.domain.vocabulary import Measurement
 
 @dataclass(frozen=True)
 class Candidate:
-    """One GPU with its single-GPU estimate and current price (None when unknown)."""
+    """One GPU with its single-GPU estimate and current price (None when none is usable:
+    unknown, or stale and stale prices not allowed); `shown_price` is the newest whatever its
+    age, what an answer shows."""
 
     slug: str
     name: str
@@ -20,6 +23,9 @@ class Candidate:
     interconnect: str
     estimate: Estimate
     price: PriceObservation | None
+    stack: str = "cuda"
+    availability: Availability = field(default_factory=Availability)
+    shown_price: PriceObservation | None = None
 
 
 @dataclass(frozen=True)
@@ -54,13 +60,13 @@ def configurations(
     measured_multi: Mapping[tuple[str, int], Measurement],
     use_measured_multi: bool = True,
 ) -> list[Configuration]:
-    """Every priced (GPU, count), best throughput first, then cheapest."""
+    """Every priced (GPU, count) that can be bought, best throughput first, then cheapest."""
     configs: list[Configuration] = []
     for cand in candidates:
         if cand.price is None:
             continue
         single = cand.estimate
-        for count in range(1, max_gpus + 1):
+        for count in purchase_counts(cand.availability, max_gpus):
             measured = measured_multi.get((cand.slug, count)) if count > 1 else None
             if measured is not None and use_measured_multi:
                 ratio = measured.median / single.value
@@ -136,6 +142,7 @@ def why(config: Configuration, rank: int, budget: float, unit: str, reference: s
     """One plain-language sentence on what this configuration is and why it ranks here."""
     cand = config.candidate
     what = cand.slug if config.count == 1 else f"{config.count} x {cand.slug}"
+    what += f" ({cand.stack})"
     if config.scaling_basis == "measured":
         scaling = f", {config.speedup:.2f}x one GPU as measured"
     elif config.scaling_basis == "independent":

@@ -15,8 +15,8 @@ Mode = Literal["parallel", "independent"]  # one job over n GPUs, or n jobs at o
 Role = Literal["submitter", "admin"]
 ROLES: tuple[Role, ...] = get_args(Role)
 Device = Literal["cuda", "cpu"]
-Condition = Literal["new", "used"]
-ConditionChoice = Literal["new", "used", "any"]
+Condition = Literal["new", "used", "msrp", "cloud"]  # price kinds: street new, used, launch, rent
+ConditionChoice = Literal["new", "used", "any"]  # what a purchase is priced at (cloud is per hour)
 
 MAD_TO_SIGMA = 1.4826
 

@@ -32,9 +32,12 @@ def _query_workload(session: Session, slug: str) -> Workload:
 
 
 def snapshot_key(
-    workload_slug: str, precision: str | None, condition: ConditionChoice
+    workload_slug: str,
+    precision: str | None,
+    condition: ConditionChoice,
+    allow_stale: bool = False,
 ) -> SnapshotKey:
-    return SnapshotKey(workload_slug, precision, condition, utc_today())
+    return SnapshotKey(workload_slug, precision, condition, utc_today(), allow_stale)
 
 
 R = TypeVar("R")
@@ -89,14 +92,21 @@ class ReadModel:
                     settings.reference_gpu,
                     key.day,
                     settings.price_max_age_days,
+                    key.allow_stale,
                 )
 
         return await run_in_threadpool(self.snapshots.get, key, build)
 
     async def _snapshot_for(
-        self, workload: str | None, precision: str | None, condition: ConditionChoice
+        self,
+        workload: str | None,
+        precision: str | None,
+        condition: ConditionChoice,
+        allow_stale: bool = False,
     ) -> tuple[SnapshotKey, Snapshot]:
-        key = snapshot_key(workload or self.settings.default_workload, precision, condition)
+        key = snapshot_key(
+            workload or self.settings.default_workload, precision, condition, allow_stale
+        )
         return key, await self.snapshot(key)
 
     async def rankings(
@@ -106,10 +116,12 @@ class ReadModel:
         condition: ConditionChoice,
         min_memory_gb: float | None,
         sort: RankingSort,
+        allow_stale: bool = False,
+        stack: str | None = None,
     ) -> Rows[RankingItem]:
-        key, snapshot = await self._snapshot_for(workload, precision, condition)
+        key, snapshot = await self._snapshot_for(workload, precision, condition, allow_stale)
         min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
-        return Rows(key, snapshot, ranking_rows(snapshot, min_memory, sort), min_memory)
+        return Rows(key, snapshot, ranking_rows(snapshot, min_memory, sort, stack), min_memory)
 
     async def recommendations(
         self,
@@ -122,11 +134,13 @@ class ReadModel:
         framework: str,
         max_gpus: int,
         limit: int,
+        allow_stale: bool = False,
+        stack: str | None = None,
     ) -> Rows[Recommendation]:
-        key, snapshot = await self._snapshot_for(workload, precision, condition)
+        key, snapshot = await self._snapshot_for(workload, precision, condition, allow_stale)
         min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
         rows, hint = recommendation_rows(
-            snapshot, budget, min_memory, mode, framework, max_gpus, limit
+            snapshot, budget, min_memory, mode, framework, max_gpus, limit, stack
         )
         return Rows(key, snapshot, rows, min_memory, hint)
 

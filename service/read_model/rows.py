@@ -6,6 +6,8 @@ answer with these rows, so a field means the same in every answer.
 
 from typing import Literal
 
+from service.domain.availability import exclusion
+from service.domain.prices import PriceObservation, age_days, is_stale
 from service.domain.recommend import (
     Candidate,
     Configuration,
@@ -20,18 +22,34 @@ from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 RankingSort = Literal["performance", "perf_per_dollar"]
 
 
-def price_info(candidate: Candidate) -> PriceInfo | None:
-    p = candidate.price
+def price_info(candidate: Candidate, snapshot: Snapshot) -> PriceInfo | None:
+    """The price an answer shows: the usable one, else the newest (stale) one."""
+    p = candidate.price or candidate.shown_price
     if p is None:
         return None
-    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
+    return PriceInfo(
+        usd=p.usd,
+        condition=p.condition,
+        source=p.source,
+        observed_at=p.observed_at,
+        age_days=age_days(p, snapshot.today),
+        stale=is_stale(p, snapshot.today, snapshot.max_price_age_days),
+    )
 
 
-def ranking_rows(snapshot: Snapshot, min_memory_gb: float, sort: RankingSort) -> list[RankingItem]:
-    """Every GPU with at least `min_memory_gb`, ranked by `sort` (ties by slug)."""
+def _availability(c: Candidate) -> dict[str, object]:
+    a = c.availability
+    return {"stack": c.stack, "status": a.status, "sold_as": a.sold_as, "unit_gpus": a.unit_gpus}
+
+
+def ranking_rows(
+    snapshot: Snapshot, min_memory_gb: float, sort: RankingSort, stack: str | None = None
+) -> list[RankingItem]:
+    """Every GPU with at least `min_memory_gb` (on `stack` when given), ranked by `sort`
+    (ties by slug); a stale price is shown but gives no perf_per_dollar."""
     rows = []
     for c in snapshot.candidates:
-        if c.memory_gb < min_memory_gb:
+        if c.memory_gb < min_memory_gb or (stack is not None and c.stack != stack):
             continue
         e = c.estimate
         rows.append(
@@ -49,8 +67,9 @@ def ranking_rows(snapshot: Snapshot, min_memory_gb: float, sort: RankingSort) ->
                 n=e.n,
                 mad=e.mad,
                 relative_performance=snapshot.relative(e.value),
-                price=price_info(c),
+                price=price_info(c, snapshot),
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
+                **_availability(c),
             )
         )
     if sort == "performance":
@@ -70,19 +89,31 @@ def recommendation_rows(
     framework: str,
     max_gpus: int,
     limit: int,
+    stack: str | None = None,
 ) -> tuple[list[Recommendation], str | None]:
-    """The best configurations within `budget`, and a hint when none fits."""
+    """The best configurations within `budget` (on `stack` when given), and a hint when none
+    fits or when availability or price freshness kept out a GPU faster than the first answer."""
     ranked = snapshot.ranked_configurations(mode, framework, max_gpus)
+    if stack is not None:
+        ranked = [c for c in ranked if c.candidate.stack == stack]
     chosen = within_budget(ranked, budget, min_memory_gb, limit)
     items = [_recommendation(c, rank, snapshot, budget) for rank, c in enumerate(chosen, 1)]
-    return items, None if items else _hint(snapshot, budget, min_memory_gb)
+    pool = [
+        c
+        for c in snapshot.candidates
+        if c.memory_gb >= min_memory_gb and (stack is None or c.stack == stack)
+    ]
+    top = chosen[0].throughput if chosen else 0.0
+    parts = [] if items else [_hint(snapshot, pool, budget, min_memory_gb)]
+    parts += _kept_out(snapshot, pool, budget, max_gpus, top)
+    return items, "; ".join(parts) or None
 
 
 def _recommendation(
     config: Configuration, rank: int, snapshot: Snapshot, budget: float
 ) -> Recommendation:
     cand = config.candidate
-    unit_price = price_info(cand)
+    unit_price = price_info(cand, snapshot)
     assert unit_price is not None
     unit = snapshot.workload.unit
     reference = snapshot.reference.slug if snapshot.reference else "none"
@@ -108,13 +139,70 @@ def _recommendation(
         scaling_factor=config.speedup,
         scaling_basis=config.scaling_basis,
         why=why(config, rank, budget, unit, reference),
+        **_availability(cand),
     )
 
 
-def _hint(snapshot: Snapshot, budget: float, min_memory_gb: float) -> str:
-    cheapest = cheapest_fitting(snapshot.candidates, min_memory_gb)
+_KEPT_OUT_SHOWN = 3
+
+
+def _condition_phrase(condition: str) -> str:
+    return {"new": "new", "used": "used"}.get(condition, "new or used")
+
+
+def _month(p: PriceObservation) -> str:
+    return f"{p.observed_at:%Y-%m}"
+
+
+def _kept_out(
+    snapshot: Snapshot, pool: list[Candidate], budget: float, max_gpus: int, top: float
+) -> list[str]:
+    """GPUs faster (one GPU) than the first answer that availability or a missing fresh price
+    kept out: what a buyer would otherwise have been offered."""
+    faster = sorted(
+        (c for c in pool if c.estimate.value > top),
+        key=lambda c: (-c.estimate.value, c.slug),
+    )
+    parts: list[str] = []
+    unpriced: list[str] = []
+    for c in faster:
+        reason = exclusion(c.slug, c.availability, max_gpus)
+        if reason is not None:
+            known = c.price or c.shown_price
+            if known is None or known.usd * c.availability.unit_gpus > budget:
+                continue  # would not fit the budget anyway
+            if len(parts) < _KEPT_OUT_SHOWN:
+                parts.append(reason)
+        elif c.price is None and c.availability.unit_gpus > 1:
+            newest = c.shown_price
+            unpriced.append(
+                f"{c.slug} (newest ${newest.usd:,.0f} from {_month(newest)})"
+                if newest
+                else f"{c.slug} (no public price)"
+            )
+    if unpriced:
+        days = snapshot.max_price_age_days
+        parts.append(
+            f"no {_condition_phrase(snapshot.condition)} price newer than {days} days for "
+            + ", ".join(unpriced[:_KEPT_OUT_SHOWN])
+        )
+    return parts
+
+
+def _hint(snapshot: Snapshot, pool: list[Candidate], budget: float, min_memory_gb: float) -> str:
+    cheapest = cheapest_fitting(pool, min_memory_gb)
     if cheapest is None or cheapest.price is None:
-        return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+        shown = [c.shown_price for c in pool if c.shown_price is not None]
+        if not shown:
+            return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+        slug_of = {id(c.shown_price): c.slug for c in pool}
+        newest = max(shown, key=lambda p: (p.observed_at, p.id))
+        return (
+            f"no {_condition_phrase(snapshot.condition)} price newer than "
+            f"{snapshot.max_price_age_days} days for GPUs with >= {min_memory_gb:g} GB; "
+            f"allow_stale=true uses older ones (newest: {slug_of[id(newest)]} "
+            f"${newest.usd:,.0f} from {_month(newest)})"
+        )
     p = cheapest.price
     return (
         f"nothing with >= {min_memory_gb:g} GB fits ${budget:,.0f}; the cheapest that fits the "

@@ -15,8 +15,9 @@ from sqlmodel import Session, col, select
 
 from service.catalog.peaks import CALIBRATED_RATE, peak_rates
 from service.domain import estimate as est
+from service.domain.availability import Availability
 from service.domain.plausibility import peak_tflops
-from service.domain.prices import PriceObservation, current_price
+from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
@@ -28,6 +29,7 @@ class SnapshotKey(NamedTuple):
     precision: str | None  # None: the workload's own
     condition: ConditionChoice
     day: date  # current prices depend on the date
+    allow_stale: bool = False  # rank at prices older than the freshness window too
 
 
 def utc_today() -> date:
@@ -42,6 +44,10 @@ class Snapshot:
     measured_multi: dict[tuple[str, int], est.Measurement]
     profiles: dict[ProfileKey, float]
     reference: Candidate | None
+    today: date = field(default_factory=utc_today)
+    max_price_age_days: int = 180
+    condition: ConditionChoice = "any"
+    allow_stale: bool = False
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
@@ -97,6 +103,7 @@ def build_snapshot(
     reference_slug: str,
     today: date,
     max_price_age_days: int,
+    allow_stale: bool = False,
 ) -> Snapshot:
     gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
     efficiencies = calibration_efficiencies(session, precision)
@@ -135,24 +142,43 @@ def build_snapshot(
         prices.setdefault(p.gpu_id, []).append(
             PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
         )
-    candidates = [
-        Candidate(
-            g.slug,
-            g.name,
-            g.memory_gb,
-            g.tdp_w,
-            g.interconnect,
-            estimates[g.slug],
-            current_price(prices.get(g.id or -1, []), condition, today, max_price_age_days),
+    candidates = []
+    for g in gpus:
+        if g.slug not in estimates:
+            continue
+        avail = Availability(g.status, g.sold_as, g.unit_gpus)
+        observed = prices.get(g.id or -1, [])
+        usable = current_price(
+            observed, condition, today, max_price_age_days, avail.in_production, allow_stale
         )
-        for g in gpus
-        if g.slug in estimates
-    ]
+        candidates.append(
+            Candidate(
+                g.slug,
+                g.name,
+                g.memory_gb,
+                g.tdp_w,
+                g.interconnect,
+                estimates[g.slug],
+                usable,
+                g.stack,
+                avail,
+                usable or shown_price(observed, condition, today, avail.in_production),
+            )
+        )
     profiles = {
         (p.framework, p.interconnect, p.gpu_count): p.efficiency
         for p in session.exec(select(ScalingProfile)).all()
     }
     by_slug = {c.slug: c for c in candidates}
     return Snapshot(
-        workload, precision, candidates, measured_multi, profiles, by_slug.get(reference_slug)
+        workload,
+        precision,
+        candidates,
+        measured_multi,
+        profiles,
+        by_slug.get(reference_slug),
+        today,
+        max_price_age_days,
+        condition,
+        allow_stale,
     )

@@ -154,20 +154,36 @@ class ScalingProfileRead(BaseModel):
 
 
 class PriceCreate(Input):
+    """A price observation of any kind: `new`/`used`/`msrp` carry `usd` per card; `cloud`
+    carries `usd_per_hour` per GPU-hour and the `provider`."""
+
     model_config = ConfigDict(extra="forbid")
 
     gpu: Slug
-    usd: Positive
+    usd: Positive | None = None
+    usd_per_hour: Positive | None = Field(None, description="Per GPU-hour (cloud).")
+    provider: str | None = Field(None, min_length=1, max_length=64, description="Cloud provider.")
     condition: Condition = "new"
-    source: str = Field(min_length=1, max_length=256, description="Shop, listing or 'msrp'.")
+    source: str = Field(min_length=1, max_length=1024, description="Shop, listing or 'msrp'.")
     reference: str | None = Field(None, max_length=1024, description="URL or citation.")
     observed_at: date
+
+    @model_validator(mode="after")
+    def _price_fits_kind(self) -> "PriceCreate":
+        if self.condition == "cloud":
+            if self.usd_per_hour is None or self.provider is None or self.usd is not None:
+                raise ValueError("a cloud price needs usd_per_hour and provider, and no usd")
+        elif self.usd is None or self.usd_per_hour is not None or self.provider is not None:
+            raise ValueError(f"a {self.condition} price needs usd (per card), no usd_per_hour")
+        return self
 
 
 class PriceRead(BaseModel):
     id: int
     gpu: str
-    usd: float
+    usd: float | None
+    usd_per_hour: float | None = None
+    provider: str | None = None
     condition: Condition
     source: str
     reference: str | None

@@ -13,6 +13,8 @@ class PriceInfo(BaseModel):
     condition: Condition
     source: str
     observed_at: date
+    age_days: int = Field(description="Days between observed_at and today.")
+    stale: bool = Field(description="Older than the freshness window (price_max_age_days).")
 
 
 class RankingItem(BaseModel):
@@ -30,7 +32,13 @@ class RankingItem(BaseModel):
     mad: float | None
     relative_performance: float | None = Field(description="Reference GPU = 1.0.")
     price: PriceInfo | None
-    perf_per_dollar: float | None = Field(description="Throughput per USD of the current price.")
+    perf_per_dollar: float | None = Field(
+        description="Throughput per USD of the current price (None when stale or unknown)."
+    )
+    stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
+    status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
+    sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")
+    unit_gpus: int = Field(1, description="GPUs in that unit: counts are multiples of it.")
 
 
 class Rankings(BaseModel):
@@ -65,6 +73,10 @@ class Recommendation(BaseModel):
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
     scaling_basis: str = Field(description="single | independent | profile:<fw>/<link> | measured")
     why: str
+    stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
+    status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
+    sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")
+    unit_gpus: int = Field(1, description="GPUs in that unit: counts are multiples of it.")
 
 
 class Recommendations(BaseModel):
@@ -79,4 +91,10 @@ class Recommendations(BaseModel):
     framework: str
     condition: ConditionChoice
     reference_gpu: str
-    hint: str | None = Field(None, description="When nothing fits: what would.")
+    allow_stale: bool = False
+    stack: str | None = None
+    hint: str | None = Field(
+        None,
+        description="When nothing fits: what would, or which data is missing; also which GPUs "
+        "availability (platform units, cloud-only) or price freshness kept out.",
+    )
