@@ -21,7 +21,13 @@ def test_seed_twice_changes_nothing(db):
     assert (report.gpus, report.workloads, report.scaling_profiles, report.prices) == (0, 0, 0, 0)
     assert _counts(db) == before
     assert before[0] == len(catalog.load_gpus())
-    assert before[3] == len(catalog.load_launch_prices())
+    with Session(db) as s:
+        msrp = s.exec(select(func.count()).where(Price.condition == "msrp")).one()
+        cloud = s.exec(select(func.count()).where(Price.condition == "cloud")).one()
+    assert msrp == len(catalog.load_launch_prices())
+    shipped = catalog.load_prices()
+    assert 0 < cloud <= sum(p.kind == "cloud" for p in shipped)
+    assert before[3] <= msrp + len(shipped) + len(catalog.load_sold_as())
 
 
 def test_seed_keeps_an_admin_edit(db):
@@ -40,4 +46,20 @@ def test_msrp_rows(db):
         row = s.exec(
             select(Price).join(Gpu).where(Gpu.slug == "nvidia-rtx-4090", Price.source == "msrp")
         ).one()
-    assert row.usd == 1599 and row.condition == "new" and row.observed_at.year == 2022
+    assert row.usd == 1599 and row.condition == "msrp" and row.observed_at.year == 2022
+
+
+def test_cloud_rows_carry_hourly_rate_and_provider_and_old_msrp_rows_are_migrated(db):
+    with Session(db) as s:
+        clouds = s.exec(select(Price).where(Price.condition == "cloud")).all()
+        assert clouds and all(p.usd is None and p.usd_per_hour and p.provider for p in clouds)
+        row = s.exec(select(Price).where(Price.source == "msrp")).first()
+        assert row is not None
+        row.condition = "new"  # how seeds before msrp was a kind stored it
+        s.add(row)
+        s.commit()
+    seed(db)
+    with Session(db) as s:
+        assert not s.exec(
+            select(Price).where(Price.source == "msrp", Price.condition == "new")
+        ).first()
