@@ -3,11 +3,13 @@
 import csv
 import io
 import re
+from datetime import date
 
 import pytest
 
 from service.catalog import loaders as catalog
 from service.read_model.reads import ReadModel
+from service.read_model.snapshot import utc_today
 
 
 def post_results(client, keys, gpu, values, workload="resnet50-train", precision="fp16", count=1):
@@ -177,12 +179,14 @@ def test_condition_and_price_observations(client, keys):
     params = {"budget": 700, "workload": "resnet50-train", "max_gpus": 1, "limit": 50}
     any_ = client.get("/recommend", params=params).json()["recommendations"]
     row = next(r for r in any_ if r["gpu"] == "nvidia-rtx-3090")
-    assert row["unit_price"] == {
+    price = row["unit_price"]
+    assert {k: price[k] for k in ("usd", "condition", "source", "observed_at")} == {
         "usd": 650,
         "condition": "used",
         "source": "ebay-sold",
         "observed_at": "2026-11-15",
     }
+    assert price["age_days"] == (utc_today() - date(2026, 11, 15)).days and not price["stale"]
     new = client.get("/recommend", params=params | {"condition": "new"}).json()
     assert "nvidia-rtx-3090" not in {r["gpu"] for r in new["recommendations"]}  # $1,499 new
 

@@ -391,7 +391,15 @@ def test_admin_catalog_writes(client, keys):
     )
     assert bad_price.status_code == 422
     listed = client.get("/prices", params={"gpu": "nvidia-rtx-4090"}).json()["items"]
-    assert [p["source"] for p in listed] == ["example-shop", "msrp"]
+    sources = [p["source"] for p in listed]
+    assert sources[0] == "example-shop" and "msrp" in sources  # newest first
+    cloud = {"gpu": "nvidia-rtx-4090", "condition": "cloud", "usd_per_hour": 0.69}
+    cloud |= {"provider": "example-cloud", "source": "price page", "observed_at": "2026-11-21"}
+    assert client.post("/prices", json=cloud, headers=admin).status_code == 201
+    assert client.post("/prices", json=cloud | {"usd": 1.0}, headers=admin).status_code == 422
+    assert client.post("/prices", json=price | {"provider": "x"}, headers=admin).status_code == 422
+    rented = client.get("/prices", params={"gpu": "nvidia-rtx-4090", "condition": "cloud"})
+    assert rented.json()["items"][0]["usd_per_hour"] == 0.69
 
 
 def test_large_groups_judge_new_results_on_stored_stats_and_refresh_as_they_grow(client, keys, db):

@@ -1,0 +1,82 @@
+"""Freshness, availability and stack rules through the API, on the configured database."""
+
+from datetime import timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.core.settings import Settings
+from service.main import create_app
+from service.read_model.snapshot import utc_today
+
+WORKLOAD = {"workload": "resnet50-train", "max_gpus": 1, "limit": 50}
+
+
+@pytest.fixture
+def fresh_client(db, database_url):
+    """The default 180-day window (the shared fixture widens it for the catalog's old prices)."""
+    with TestClient(create_app(Settings(database_url=database_url))) as client:
+        yield client
+
+
+def _price(client, admin, gpu, usd, condition, days_ago):
+    body = {"gpu": gpu, "usd": usd, "condition": condition, "source": "test-listing"}
+    body["observed_at"] = str(utc_today() - timedelta(days=days_ago))
+    assert client.post("/prices", json=body, headers=admin).status_code == 201
+
+
+def test_a_stale_price_is_shown_but_ranked_only_with_allow_stale(fresh_client, keys):
+    admin = keys.auth(keys.admin)
+    _price(fresh_client, admin, "nvidia-rtx-3090", 500, "used", 400)
+    params = WORKLOAD | {"budget": 600, "condition": "used", "min_memory_gb": 24}
+    strict = fresh_client.get("/recommend", params=params).json()
+    assert "nvidia-rtx-3090" not in {r["gpu"] for r in strict["recommendations"]}
+    if not strict["recommendations"]:
+        assert "allow_stale=true" in strict["hint"] and "180 days" in strict["hint"]
+    loose = fresh_client.get("/recommend", params=params | {"allow_stale": True}).json()
+    row = next(r for r in loose["recommendations"] if r["gpu"] == "nvidia-rtx-3090")
+    assert row["unit_price"]["stale"] and row["unit_price"]["age_days"] == 400
+    ranked = fresh_client.get("/rankings", params={"workload": "resnet50-train"}).json()
+    item = next(i for i in ranked["items"] if i["gpu"] == "nvidia-rtx-3090")
+    assert item["price"] is not None and item["status"] and item["stack"] == "cuda"
+    if item["price"]["stale"]:
+        assert item["perf_per_dollar"] is None
+    _price(fresh_client, admin, "nvidia-rtx-3090", 520, "used", 10)
+    fresh = fresh_client.get("/recommend", params=params).json()
+    row = next(r for r in fresh["recommendations"] if r["gpu"] == "nvidia-rtx-3090")
+    assert row["unit_price"]["usd"] == 520 and not row["unit_price"]["stale"]
+
+
+def test_discontinued_gpus_are_never_priced_at_their_msrp(fresh_client, keys):
+    for budget in (800, 2000, 5000):
+        answer = fresh_client.get("/recommend", params={"budget": budget, "allow_stale": True})
+        for r in answer.json()["recommendations"]:
+            if r["status"] == "discontinued":
+                assert r["unit_price"]["condition"] != "msrp"
+
+
+def test_platform_gpus_only_in_whole_units_and_the_hint_says_so(fresh_client, keys):
+    admin = keys.auth(keys.admin)
+    _price(fresh_client, admin, "nvidia-h100-sxm", 25000, "new", 5)
+    params = {"budget": 300000, "workload": "resnet50-train", "min_memory_gb": 80, "limit": 50}
+    four = fresh_client.get("/recommend", params=params | {"max_gpus": 4}).json()
+    assert all(r["gpu"] != "nvidia-h100-sxm" for r in four["recommendations"])
+    assert "nvidia-h100-sxm is sold only as 8-GPU HGX platforms; raise max_gpus to 8" in (
+        four["hint"] or ""
+    )
+    eight = fresh_client.get("/recommend", params=params | {"max_gpus": 8}).json()
+    h100 = [r for r in eight["recommendations"] if r["gpu"] == "nvidia-h100-sxm"]
+    assert h100 and all(r["count"] == 8 and r["sold_as"] == "hgx-8" for r in h100)
+    assert h100[0]["total_price_usd"] == 200000
+
+
+def test_stack_filter_and_why_name_the_stack(client):
+    params = {"budget": 5000, "workload": "resnet50-train", "limit": 50}
+    for stack in ("cuda", "rocm-radeon"):
+        answer = client.get("/recommend", params=params | {"stack": stack}).json()
+        assert answer["stack"] == stack
+        for r in answer["recommendations"]:
+            assert r["stack"] == stack and f"({stack})" in r["why"]
+        ranked = client.get("/rankings", params={"stack": stack}).json()["items"]
+        assert ranked and all(i["stack"] == stack for i in ranked)
+    assert client.get("/recommend", params=params | {"stack": "glide"}).status_code == 422
