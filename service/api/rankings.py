@@ -96,7 +96,7 @@ async def _llm_rankings(
     answer = Rankings(
         items=rows,
         workload=f"{ask.model.slug}:{ask.task}",
-        precision=llm_rows.precision_of(ask.quant),  # type: ignore[arg-type]
+        precision=llm_rows.precision_of(ask.quant),
         unit=llm_rows.UNIT,
         sort=sort,
         reference_gpu=read_model.settings.reference_gpu,

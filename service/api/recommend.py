@@ -108,7 +108,7 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
         recommendations=items,
         budget_usd=q.budget,
         workload=f"{ask.model.slug}:{ask.task}",
-        precision=llm_rows.precision_of(ask.quant),  # type: ignore[arg-type]
+        precision=llm_rows.precision_of(ask.quant),
         unit=llm_rows.UNIT,
         min_memory_gb=round(ask.breakdown(1).total_gb, 3),
         max_gpus=q.max_gpus,

@@ -33,6 +33,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from service.domain import memory
 from service.domain.estimate import (
@@ -63,7 +64,7 @@ class Ask:
     def phase(self) -> memory.Phase:
         return "decode" if self.task == "inference" else "train"
 
-    def memory_kwargs(self) -> dict[str, object]:
+    def memory_kwargs(self) -> dict[str, Any]:
         return {
             "task": self.task,
             "quant": self.quant,
@@ -78,7 +79,7 @@ class Ask:
             context=self.context,
             batch=self.batch,
             gpus=gpus,
-            **self.memory_kwargs(),  # type: ignore[arg-type]
+            **self.memory_kwargs(),
         )
 
 
@@ -100,7 +101,7 @@ def gpus_needed(ask: Ask, memory_gb: float, max_gpus: int) -> int | None:
         max_gpus,
         context=ask.context,
         batch=ask.batch,
-        **ask.memory_kwargs(),  # type: ignore[arg-type]
+        **ask.memory_kwargs(),
     )
 
 

@@ -142,6 +142,9 @@ class Learned:
 def learn(data: LlmData, phase: str) -> Learned:
     """Efficiency over every measured single GPU of `phase`; N-GPU / 1-GPU ratios per N."""
     by_slug = {g.slug: g for g in data.gpus}
+    phase_lit: memory.Phase = (
+        "decode" if phase == "decode" else "prefill" if phase == "prefill" else "train"
+    )
     ratios = []
     single: dict[tuple[str, str], float] = {}
     for m in data.measured:
@@ -153,7 +156,7 @@ def learn(data: LlmData, phase: str) -> Learned:
         if m.count == 1:
             single[(m.workload, m.gpu)] = m.value.median
             roof = llm_fit.roofline_tokens_per_s(
-                spec, quant, m.phase, _mean_context(m), 1, gpu.bandwidth_gbs, _peak(gpu, quant)
+                spec, quant, phase_lit, _mean_context(m), 1, gpu.bandwidth_gbs, _peak(gpu, quant)
             )
             ratios.append(m.value.median / roof)
     split: dict[int, list[float]] = defaultdict(list)
@@ -161,7 +164,6 @@ def learn(data: LlmData, phase: str) -> Learned:
         one = single.get((m.workload, m.gpu))
         if m.phase == phase and m.count > 1 and one:
             split[m.count].append(m.value.median / one)
-    phase_lit: memory.Phase = "decode" if phase == "decode" else "train"
     return Learned(llm_fit.learn_efficiency(ratios, phase_lit), dict(split))
 
 
@@ -304,7 +306,7 @@ def _price_info(gpu: GpuRow) -> PriceInfo | None:
     p = gpu.price
     if p is None:
         return None
-    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)  # type: ignore[arg-type]
+    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
 
 
 def _fmt(v: float) -> str:
@@ -377,7 +379,7 @@ def recommendation_rows(
                 memory_gb=o.gpu.memory_gb,
                 total_memory_gb=o.gpu.memory_gb * o.count,
                 tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
-                basis=o.basis,  # type: ignore[arg-type]
+                basis=o.basis,
                 model=o.model,
                 n=o.n,
                 scaling_factor=o.speedup,
@@ -441,7 +443,7 @@ def ranking_rows(
                 throughput_low=o.low,
                 throughput_high=o.high,
                 unit=UNIT,
-                basis=o.basis,  # type: ignore[arg-type]
+                basis=o.basis,
                 model=o.model,
                 n=o.n,
                 mad=None,
