@@ -11,6 +11,7 @@ from service.api.memory import ask_for
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model import llm as llm_rows
 from service.read_model.rows import RankingSort
+from service.schemas.common import Problem
 from service.schemas.llm import TaskName
 from service.schemas.rankings import RankingItem, Rankings
 
@@ -21,7 +22,7 @@ CSV_COLUMNS = columns_for(RankingItem)
 @router.get(
     "/rankings",
     response_model=Rankings,
-    responses={200: {"content": {"text/csv": {}}}},
+    responses={200: {"content": {"text/csv": {}}}, 404: {"model": Problem}},
     summary="Rank GPUs for a workload by throughput or throughput per dollar",
 )
 async def rankings(

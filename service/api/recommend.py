@@ -12,6 +12,7 @@ from service.api.memory import ask_for
 from service.domain.vocabulary import ConditionChoice, Mode, Precision
 from service.read_model import llm as llm_rows
 from service.read_model.reads import Rows
+from service.schemas.common import Problem
 from service.schemas.llm import TaskName
 from service.schemas.rankings import Recommendation, Recommendations
 
@@ -45,7 +46,7 @@ class RecommendQuery(BaseModel):
 @router.get(
     "/recommend",
     response_model=Recommendations,
-    responses={200: {"content": {"text/csv": {}}}},
+    responses={200: {"content": {"text/csv": {}}}, 404: {"model": Problem}},
     summary="Best single and multi-GPU configurations for a budget and workload",
 )
 async def recommend(
