@@ -320,7 +320,8 @@ def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None) -> str:
         source = f"median of {o.n} measured results ({o.measured_workload})"
     elif o.model == "roofline-learned":
         source = (
-            f"estimated: {ask.phase} roofline x efficiency learned from {o.n} measured GPUs, "
+            f"estimated: {ask.phase} roofline x efficiency learned from {o.n} measured "
+            f"GPU-and-benchmark groups, "
             f"likely {_fmt(o.low)}-{_fmt(o.high)}"
         )
     else:

@@ -176,3 +176,27 @@ def test_fit_command_prints_the_breakdown_and_counts():
     assert "1 x nvidia-rtx-a6000" in result.output
     unknown = CliRunner().invoke(cli_app, ["fit", "--model", "llama-3.1-7b"])
     assert unknown.exit_code == 2 and "llama-3.1-8b" in unknown.output
+
+
+def test_a_measured_split_is_used_and_its_ratio_scales_the_estimates(client, keys):
+    wl = "llama-3-70b-q4_k_m-tg512"
+    post_results(client, keys, "nvidia-rtx-a6000", wl, [15.0], "q4_k_m")
+    post_results(client, keys, "nvidia-rtx-a6000", wl, [14.1], "q4_k_m", count=2)
+    post_results(client, keys, "nvidia-rtx-4090", wl, [19.0], "q4_k_m", count=2)
+    params = {"model": "llama-3-70b", "quant": "q4_k_m", "context": 512, "max_gpus": 4}
+    items = {
+        (i["gpu"], i["count"]): i for i in client.get("/rankings", params=params).json()["items"]
+    }
+    assert items[("nvidia-rtx-4090", 2)]["basis"] == "measured"
+    assert items[("nvidia-rtx-4090", 2)]["throughput"] == pytest.approx(19.0)
+    assert items[("nvidia-rtx-a6000", 1)]["basis"] == "measured"  # fits one 48 GB card
+    recommended = client.get("/recommend", params={**params, "budget": 10**6, "limit": 50})
+    split = [
+        i
+        for i in recommended.json()["recommendations"]
+        if i["count"] > 1 and i["basis"] == "estimated"
+    ]
+    assert split, "some card needs a split and has no measurement"
+    # the measured 2-GPU / 1-GPU ratio (14.1 / 15), never a data-parallel speedup
+    assert all(i["scaling_factor"] == pytest.approx(14.1 / 15.0) for i in split)
+    assert all(i["scaling_basis"].startswith("split:learned") for i in split)
