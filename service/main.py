@@ -23,6 +23,7 @@ from service.api import (
     results,
     workloads,
 )
+from service.api.web import pages as web_pages
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
 from service.core.middleware import BodySizeLimit, RejectNulInUrl
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         hosts,
         agent,
         calibrations,
+        web_pages,
     )
     for module in routers:
         app.include_router(module.router)
