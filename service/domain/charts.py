@@ -87,34 +87,40 @@ def _median(values: Sequence[float]) -> float:
 
 
 def strip_chart(title: str, strips: Sequence[Strip]) -> str:
-    """One row per group: each value a dot on a 0..max scale of its own row, the median a tick."""
+    """One row per group: each value a dot, the median a tick. Each row has its own scale, from
+    a little below its lowest to a little above its highest value (units differ by row), and
+    names its range, so the spread of repeated results is visible."""
     top = 28
     row_h = 30
+    label_w, text_w = 260, 300
     height = top + row_h * max(len(strips), 1) + 8
-    span = WIDTH - LABEL_W - VALUE_W
+    span = WIDTH - label_w - text_w
     parts = []
     for i, s in enumerate(strips):
         y = top + i * row_h + row_h / 2
-        peak = max(s.values, default=0.0) or 1.0
+        lo, hi = min(s.values, default=0.0), max(s.values, default=1.0)
+        pad = (hi - lo) * 0.1 or abs(hi) * 0.05 or 1.0
+        lo, hi = lo - pad, hi + pad
         parts.append(
-            f'<text x="{LABEL_W - 6}" y="{y + 4:.0f}" text-anchor="end" class="label">'
+            f'<text x="{label_w - 6}" y="{y + 4:.0f}" text-anchor="end" class="label">'
             f"{escape(_short(s.label))}</text>"
-            f'<line x1="{LABEL_W}" x2="{LABEL_W + span}" y1="{y:.0f}" y2="{y:.0f}" class="axis"/>'
+            f'<line x1="{label_w}" x2="{label_w + span}" y1="{y:.0f}" y2="{y:.0f}" class="axis"/>'
         )
         for v in s.values:
-            x = LABEL_W + span * v / peak
+            x = label_w + span * (v - lo) / (hi - lo)
             parts.append(
                 f'<circle class="dot" cx="{x:.1f}" cy="{y:.0f}" r="4" fill="{PALETTE[0]}" '
                 f'fill-opacity="0.6"><title>{v:,.4g} {escape(s.unit)}</title></circle>'
             )
         if s.values:
             med = _median(s.values)
-            x = LABEL_W + span * med / peak
+            x = label_w + span * (med - lo) / (hi - lo)
             parts.append(
                 f'<line class="median" x1="{x:.1f}" x2="{x:.1f}" y1="{y - 9:.0f}" '
                 f'y2="{y + 9:.0f}" stroke="{PALETTE[1]}" stroke-width="3"/>'
-                f'<text x="{LABEL_W + span + 6}" y="{y + 4:.0f}" class="value">median '
-                f"{med:,.4g} {escape(s.unit)} (n={len(s.values)})</text>"
+                f'<text x="{label_w + span + 8}" y="{y + 4:.0f}" class="value">median '
+                f"{med:,.4g} {escape(s.unit)}, n={len(s.values)}, "
+                f"{min(s.values):,.4g}-{max(s.values):,.4g}</text>"
             )
     if not strips:
         parts.append(f'<text x="0" y="{top + 15}" class="empty">No measured results yet.</text>')

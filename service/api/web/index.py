@@ -16,13 +16,16 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return f"{value:,.{digits}g}"
 
 
-def _bar(row: RankingItem, value: float, text: str) -> Bar:
-    return Bar(f"{row.name}", value, text, href=f"/gpu/{row.gpu}")
-
-
-def charts_for(rows: list[RankingItem], unit: str, costs: CostQuery, workload: str) -> list[str]:
+def charts_for(
+    rows: list[RankingItem], unit: str, costs: CostQuery, workload: str, reference: str = ""
+) -> list[str]:
     """Relative performance, performance per dollar, and cost per million units over the
-    horizon: the top GPUs of each (estimated and measured alike; the table says which)."""
+    horizon: the top GPUs of each (estimated and measured alike; the table says which). The
+    reference GPU's bar is drawn in red, as the guide marks its reference."""
+
+    def _bar(row: RankingItem, value: float, text: str) -> Bar:
+        return Bar(row.name, value, text, href=f"/gpu/{row.gpu}", highlight=row.gpu == reference)
+
     perf = sorted(
         (r for r in rows if r.relative_performance is not None), key=lambda r: -r.throughput
     )[:TOP]

@@ -100,7 +100,13 @@ async def index(request: Request, read_model: ReadModelDep, engine: EngineDep) -
             costs.settings(),
         )
         unit = ranked.snapshot.workload.unit
-        charts = charts_for(ranked.rows, unit, costs, ranked.snapshot.workload.slug)
+        charts = charts_for(
+            ranked.rows,
+            unit,
+            costs,
+            ranked.snapshot.workload.slug,
+            read_model.settings.reference_gpu,
+        )
         workload = ranked.snapshot.workload.slug
     except InvalidInput as exc:
         errors += [str(e.get("msg")) for e in exc.errors]
