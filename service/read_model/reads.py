@@ -12,10 +12,11 @@ from starlette.types import Scope
 from service.catalog.lookup import workload_by_slug
 from service.core.errors import InvalidInput, UnknownSlug
 from service.core.settings import Settings
+from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Workload
 from service.read_model.answer_cache import AnswerCache
-from service.read_model.rows import RankingSort, ranking_rows, recommendation_rows
+from service.read_model.rows import RankingSort, RecommendSort, ranking_rows, recommendation_rows
 from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
 from service.read_model.snapshot_cache import SnapshotCache
 from service.schemas.rankings import RankingItem, Recommendation
@@ -116,12 +117,15 @@ class ReadModel:
         condition: ConditionChoice,
         min_memory_gb: float | None,
         sort: RankingSort,
+        costs: CostSettings | None = None,
         allow_stale: bool = False,
         stack: str | None = None,
     ) -> Rows[RankingItem]:
         key, snapshot = await self._snapshot_for(workload, precision, condition, allow_stale)
         min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
-        return Rows(key, snapshot, ranking_rows(snapshot, min_memory, sort, stack), min_memory)
+        return Rows(
+            key, snapshot, ranking_rows(snapshot, min_memory, sort, costs, stack), min_memory
+        )
 
     async def recommendations(
         self,
@@ -134,13 +138,26 @@ class ReadModel:
         framework: str,
         max_gpus: int,
         limit: int,
+        costs: CostSettings | None = None,
+        max_power_w: float | None = None,
+        sort: RecommendSort = "performance",
         allow_stale: bool = False,
         stack: str | None = None,
     ) -> Rows[Recommendation]:
         key, snapshot = await self._snapshot_for(workload, precision, condition, allow_stale)
         min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
         rows, hint = recommendation_rows(
-            snapshot, budget, min_memory, mode, framework, max_gpus, limit, stack
+            snapshot,
+            budget,
+            min_memory,
+            mode,
+            framework,
+            max_gpus,
+            limit,
+            costs,
+            max_power_w,
+            sort,
+            stack,
         )
         return Rows(key, snapshot, rows, min_memory, hint)
 

@@ -15,11 +15,14 @@ from service.domain.recommend import (
     why,
     within_budget,
 )
+from service.domain.tco import CostSettings
 from service.domain.vocabulary import Mode
+from service.read_model.costing import costed, fits_power
 from service.read_model.snapshot import Snapshot
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
-RankingSort = Literal["performance", "perf_per_dollar"]
+RankingSort = Literal["performance", "perf_per_dollar", "tco"]
+RecommendSort = Literal["performance", "tco"]
 
 
 def price_info(candidate: Candidate, snapshot: Snapshot) -> PriceInfo | None:
@@ -43,10 +46,15 @@ def _availability(c: Candidate) -> dict[str, object]:
 
 
 def ranking_rows(
-    snapshot: Snapshot, min_memory_gb: float, sort: RankingSort, stack: str | None = None
+    snapshot: Snapshot,
+    min_memory_gb: float,
+    sort: RankingSort,
+    costs: CostSettings | None = None,
+    stack: str | None = None,
 ) -> list[RankingItem]:
-    """Every GPU with at least `min_memory_gb` (on `stack` when given), ranked by `sort`
-    (ties by slug); a stale price is shown but gives no perf_per_dollar."""
+    """Every GPU with at least `min_memory_gb` (on `stack` when given), ranked by `sort` (ties
+    by slug); with `costs`, priced rows carry cost of ownership of one GPU (sort=tco: cheapest
+    per unit of work). A stale price is shown but gives no perf_per_dollar."""
     rows = []
     for c in snapshot.candidates:
         if c.memory_gb < min_memory_gb or (stack is not None and c.stack != stack):
@@ -72,7 +80,15 @@ def ranking_rows(
                 **_availability(c),
             )
         )
-    if sort == "performance":
+        if costs is not None and c.price is not None:
+            cost = costed(snapshot, c.slug, c.price.usd, 1, c.tdp_w, e.value, costs)
+            for name, value in cost.fields().items():
+                setattr(rows[-1], name, value)
+    if sort == "tco":
+        rows.sort(
+            key=lambda r: (r.cost_per_million_units is None, r.cost_per_million_units or 0, r.gpu)
+        )
+    elif sort == "performance":
         rows.sort(key=lambda r: (-r.throughput, r.gpu))
     else:
         rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
@@ -89,24 +105,77 @@ def recommendation_rows(
     framework: str,
     max_gpus: int,
     limit: int,
+    costs: CostSettings | None = None,
+    max_power_w: float | None = None,
+    sort: RecommendSort = "performance",
     stack: str | None = None,
 ) -> tuple[list[Recommendation], str | None]:
-    """The best configurations within `budget` (on `stack` when given), and a hint when none
-    fits or when availability or price freshness kept out a GPU faster than the first answer."""
+    """The best configurations within `budget` (and `max_power_w`, on `stack` when given), and
+    a hint when none fits or when availability or price freshness kept out a GPU faster than
+    the first answer. With `costs` each carries its cost of ownership; sort=tco ranks by cost
+    per unit of work."""
     ranked = snapshot.ranked_configurations(mode, framework, max_gpus)
     if stack is not None:
         ranked = [c for c in ranked if c.candidate.stack == stack]
-    chosen = within_budget(ranked, budget, min_memory_gb, limit)
-    items = [_recommendation(c, rank, snapshot, budget) for rank, c in enumerate(chosen, 1)]
+    if costs is not None and max_power_w is not None:
+        ranked = [c for c in ranked if fits_power(c.candidate.tdp_w, c.count, costs, max_power_w)]
+    if costs is None or sort != "tco":
+        chosen = within_budget(ranked, budget, min_memory_gb, limit)
+        items = [_recommendation(c, rank, snapshot, budget) for rank, c in enumerate(chosen, 1)]
+        if costs is not None:
+            items = [_with_costs(i, snapshot, costs) for i in items]
+        top = chosen[0].throughput if chosen else 0.0
+        return items, _hints(snapshot, items, budget, min_memory_gb, max_gpus, top, stack)
+    fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1)
+    all_items = [
+        _with_costs(_recommendation(c, rank, snapshot, budget), snapshot, costs)
+        for rank, c in enumerate(fitting, 1)
+    ]
+    all_items.sort(
+        key=lambda r: (
+            r.cost_per_million_units is None,
+            r.cost_per_million_units or 0,
+            -r.throughput,
+            r.gpu,
+        )
+    )
+    items = all_items[:limit]
+    for rank, item in enumerate(items, 1):
+        item.rank = rank
+        item.why = f"#{rank} by cost of ownership per unit of work; " + item.why
+    top = max((c.throughput for c in fitting), default=0.0)
+    return items, _hints(snapshot, items, budget, min_memory_gb, max_gpus, top, stack)
+
+
+def _hints(
+    snapshot: Snapshot,
+    items: list[Recommendation],
+    budget: float,
+    min_memory_gb: float,
+    max_gpus: int,
+    top: float,
+    stack: str | None,
+) -> str | None:
     pool = [
         c
         for c in snapshot.candidates
         if c.memory_gb >= min_memory_gb and (stack is None or c.stack == stack)
     ]
-    top = chosen[0].throughput if chosen else 0.0
     parts = [] if items else [_hint(snapshot, pool, budget, min_memory_gb)]
     parts += _kept_out(snapshot, pool, budget, max_gpus, top)
-    return items, "; ".join(parts) or None
+    return "; ".join(parts) or None
+
+
+def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -> Recommendation:
+    """`item` with its cost-of-ownership fields, and their account appended to `why`."""
+    per_gpu_w = item.tdp_w / item.count if item.tdp_w is not None else None
+    cost = costed(
+        snapshot, item.gpu, item.total_price_usd, item.count, per_gpu_w, item.throughput, costs
+    )
+    for name, value in cost.fields().items():
+        setattr(item, name, value)
+    item.why = f"{item.why} {cost.sentence()}".strip()
+    return item
 
 
 def _recommendation(

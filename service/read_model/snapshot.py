@@ -22,6 +22,7 @@ from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
+from service.read_model.ownership import OwnershipData, load_ownership
 
 
 class SnapshotKey(NamedTuple):
@@ -48,6 +49,7 @@ class Snapshot:
     max_price_age_days: int = 180
     condition: ConditionChoice = "any"
     allow_stale: bool = False
+    ownership: OwnershipData = field(default_factory=OwnershipData)  # for cost of ownership
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
@@ -181,4 +183,5 @@ def build_snapshot(
         max_price_age_days,
         condition,
         allow_stale,
+        ownership=load_ownership(session, today, max_price_age_days),
     )

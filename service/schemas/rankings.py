@@ -13,8 +13,8 @@ class PriceInfo(BaseModel):
     condition: Condition
     source: str
     observed_at: date
-    age_days: int = Field(description="Days between observed_at and today.")
-    stale: bool = Field(description="Older than the freshness window (price_max_age_days).")
+    age_days: int | None = Field(None, description="Days between observed_at and today.")
+    stale: bool = Field(False, description="Older than the freshness window (price_max_age_days).")
 
 
 class RankingItem(BaseModel):
@@ -39,6 +39,29 @@ class RankingItem(BaseModel):
     status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
     sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")
     unit_gpus: int = Field(1, description="GPUs in that unit: counts are multiples of it.")
+    draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
+    energy_kwh: float | None = Field(None, description="Over the horizon.")
+    energy_usd: float | None = None
+    platform_usd: float | None = Field(None, description="Host, PSU, chassis (sourced or given).")
+    resale_usd: float | None = None
+    tco_usd: float | None = Field(None, description="price + platform + energy - resale.")
+    cost_per_million_units: float | None = Field(
+        None, description="tco_usd per million `unit` of work over the horizon."
+    )
+    break_even_hours: float | None = Field(
+        None, description="Hours of use after which buying beats the cheapest cloud offer."
+    )
+    # LLM asks (model=...): how many GPUs the model is split over and the room left.
+    count: int = Field(1, description="GPUs the model is split over (tensor-parallel memory).")
+    memory_needed_gb: float | None = Field(
+        None, description="Per GPU, GB (1e9 bytes), from the /memory breakdown."
+    )
+    headroom_context: int | None = Field(
+        None, description="Largest context that still fits at the asked batch."
+    )
+    headroom_batch: int | None = Field(
+        None, description="Largest batch that still fits at the asked context."
+    )
 
 
 class Rankings(BaseModel):
@@ -47,8 +70,15 @@ class Rankings(BaseModel):
     workload: str
     precision: Precision
     unit: str
-    sort: Literal["performance", "perf_per_dollar"]
+    sort: Literal["performance", "perf_per_dollar", "tco"]
     reference_gpu: str
+    # Echo of an LLM ask (model=...); null for a fixed workload.
+    model: str | None = None
+    task: str | None = None
+    quant: str | None = None
+    context: int | None = None
+    batch: int | None = None
+    min_tokens_per_s: float | None = None
 
 
 class Recommendation(BaseModel):
@@ -77,6 +107,27 @@ class Recommendation(BaseModel):
     status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
     sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")
     unit_gpus: int = Field(1, description="GPUs in that unit: counts are multiples of it.")
+    draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
+    energy_kwh: float | None = Field(None, description="Over the horizon.")
+    energy_usd: float | None = None
+    platform_usd: float | None = Field(None, description="Host, PSU, chassis (sourced or given).")
+    resale_usd: float | None = None
+    tco_usd: float | None = Field(None, description="price + platform + energy - resale.")
+    cost_per_million_units: float | None = Field(
+        None, description="tco_usd per million `unit` of work over the horizon."
+    )
+    break_even_hours: float | None = Field(
+        None, description="Hours of use after which buying beats the cheapest cloud offer."
+    )
+    memory_needed_gb: float | None = Field(
+        None, description="LLM asks: per GPU, GB (1e9 bytes), from the /memory breakdown."
+    )
+    headroom_context: int | None = Field(
+        None, description="LLM asks: largest context that still fits at the asked batch."
+    )
+    headroom_batch: int | None = Field(
+        None, description="LLM asks: largest batch that still fits at the asked context."
+    )
 
 
 class Recommendations(BaseModel):
@@ -98,3 +149,10 @@ class Recommendations(BaseModel):
         description="When nothing fits: what would, or which data is missing; also which GPUs "
         "availability (platform units, cloud-only) or price freshness kept out.",
     )
+    # Echo of an LLM ask (model=...); null for a fixed workload.
+    model: str | None = None
+    task: str | None = None
+    quant: str | None = None
+    context: int | None = None
+    batch: int | None = None
+    min_tokens_per_s: float | None = None
