@@ -92,10 +92,6 @@ def load(session: Session, condition: ConditionChoice, today: date, max_age_days
                 today,
                 max_age_days,
                 g.status == "in_production",
-                condition,
-                today,
-                max_age_days,
-                g.status == "in_production",
             ),
         )
         for g in gpus
