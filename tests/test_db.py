@@ -29,7 +29,7 @@ def test_insert_returning_ids_gives_ids_in_row_order(db):
         gpu_id = session.exec(select(Gpu.id).where(Gpu.slug == "nvidia-rtx-4090")).one()
         ids = insert_returning_ids(session, PRICE_TABLE, [price_row(gpu_id, u) for u in (1, 2, 3)])
         session.commit()
-        stored = {p.id: p.usd for p in session.exec(select(Price).where(Price.condition == "used"))}
+        stored = {p.id: p.usd for p in session.exec(select(Price).where(Price.source == "test"))}
     assert stored == {ids[0]: 1, ids[1]: 2, ids[2]: 3}
 
 
