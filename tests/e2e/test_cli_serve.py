@@ -19,7 +19,9 @@ def test_migrate_seed_serve_answers_gpu_specs(tmp_path):
         again = run_cli(url, "seed").stdout
         assert "seeded 0 GPUs" not in first
         assert "seeded 0 GPUs, 0 workloads, 0 scaling profiles, 0 launch prices" in again
-        with running_server(url) as base:
+        # The shipped prices are dated; this test checks the CLI table, not freshness (a window
+        # wide enough to rank them; test_price_freshness covers the default window).
+        with running_server(url, GPU_ADVISOR_PRICE_MAX_AGE_DAYS="36500") as base:
             gpu = httpx.get(f"{base}/gpus/nvidia-rtx-4090").json()
             assert gpu["slug"] == "nvidia-rtx-4090" and gpu["memory_gb"] == 24
             assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
