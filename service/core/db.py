@@ -103,9 +103,7 @@ def make_engine(url: str) -> Engine:
         return engine
     # Enough pooled connections for the thread pool (40) so none are opened and closed per
     # request; pre-ping keeps a restarted Postgres from surfacing as errors.
-    return create_engine(
-        url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW
-    )
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
 
 
 def write_engine(engine: Engine) -> Engine:
