@@ -13,6 +13,7 @@ from service.api import (
     admin_catalog,
     agent,
     calibrations,
+    compare,
     gpus,
     health,
     hosts,
@@ -23,6 +24,7 @@ from service.api import (
     workloads,
 )
 from service.api.preauth import bearer_checker
+from service.api.web import pages as web_pages
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
 from service.core.middleware import BodySizeLimit, RejectNulInUrl
@@ -77,12 +79,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         workloads,
         rankings,
         recommend,
+        compare,
         admin_catalog,
         results,
         keys,
         hosts,
         agent,
         calibrations,
+        web_pages,
     )
     for module in routers:
         app.include_router(module.router)

@@ -10,6 +10,7 @@ from service.api.deps import ReadModelDep
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model.rows import RankingSort
 from service.schemas.rankings import RankingItem, Rankings
+from service.schemas.tco import CostQuery
 
 router = APIRouter(tags=["rankings"])
 CSV_COLUMNS = columns_for(RankingItem)
@@ -24,6 +25,7 @@ CSV_COLUMNS = columns_for(RankingItem)
 async def rankings(
     request: Request,
     read_model: ReadModelDep,
+    costs: Annotated[CostQuery, Query()],
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
     sort: RankingSort = "performance",
@@ -31,7 +33,9 @@ async def rankings(
     condition: ConditionChoice = "any",
     format: Format | None = None,
 ) -> Response:
-    read = await read_model.rankings(workload, precision, condition, min_memory_gb, sort)
+    read = await read_model.rankings(
+        workload, precision, condition, min_memory_gb, sort, costs.settings()
+    )
     if wants_csv(request, format):
         as_csv = csv_response((r.model_dump(mode="json") for r in read.rows), CSV_COLUMNS)
         return read_model.stored(request.scope, read, as_csv)

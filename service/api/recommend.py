@@ -4,20 +4,22 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.domain.vocabulary import ConditionChoice, Mode, Precision
 from service.read_model.reads import Rows
+from service.read_model.rows import RecommendSort
 from service.schemas.rankings import Recommendation, Recommendations
+from service.schemas.tco import CostQuery
 
 router = APIRouter(tags=["recommend"])
 CSV_COLUMNS = columns_for(Recommendation)
 MAX_BUDGET = 100_000_000
 
 
-class RecommendQuery(BaseModel):
+class RecommendQuery(CostQuery):
     """/recommend's query parameters, validated as one model (cheaper than one by one)."""
 
     budget: float = Field(gt=0, le=MAX_BUDGET, allow_inf_nan=False, description="USD for all GPUs")
@@ -30,6 +32,8 @@ class RecommendQuery(BaseModel):
     condition: ConditionChoice = "any"
     limit: int = Field(5, ge=1, le=50)
     format: Format | None = None
+    sort: RecommendSort = "performance"
+    max_power_w: float | None = Field(None, gt=0, le=1_000_000, allow_inf_nan=False)
 
 
 @router.get(
@@ -51,6 +55,9 @@ async def recommend(
         q.framework,
         q.max_gpus,
         q.limit,
+        q.settings(),
+        q.max_power_w,
+        q.sort,
     )
     answer = _answer(read, q, wants_csv(request, q.format), read_model.settings.reference_gpu)
     return read_model.stored(request.scope, read, answer)

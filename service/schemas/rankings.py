@@ -31,6 +31,18 @@ class RankingItem(BaseModel):
     relative_performance: float | None = Field(description="Reference GPU = 1.0.")
     price: PriceInfo | None
     perf_per_dollar: float | None = Field(description="Throughput per USD of the current price.")
+    draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
+    energy_kwh: float | None = Field(None, description="Over the horizon.")
+    energy_usd: float | None = None
+    platform_usd: float | None = Field(None, description="Host, PSU, chassis (sourced or given).")
+    resale_usd: float | None = None
+    tco_usd: float | None = Field(None, description="price + platform + energy - resale.")
+    cost_per_million_units: float | None = Field(
+        None, description="tco_usd per million `unit` of work over the horizon."
+    )
+    break_even_hours: float | None = Field(
+        None, description="Hours of use after which buying beats the cheapest cloud offer."
+    )
 
 
 class Rankings(BaseModel):
@@ -39,7 +51,7 @@ class Rankings(BaseModel):
     workload: str
     precision: Precision
     unit: str
-    sort: Literal["performance", "perf_per_dollar"]
+    sort: Literal["performance", "perf_per_dollar", "tco"]
     reference_gpu: str
 
 
@@ -65,6 +77,18 @@ class Recommendation(BaseModel):
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
     scaling_basis: str = Field(description="single | independent | profile:<fw>/<link> | measured")
     why: str
+    draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
+    energy_kwh: float | None = Field(None, description="Over the horizon.")
+    energy_usd: float | None = None
+    platform_usd: float | None = Field(None, description="Host, PSU, chassis (sourced or given).")
+    resale_usd: float | None = None
+    tco_usd: float | None = Field(None, description="price + platform + energy - resale.")
+    cost_per_million_units: float | None = Field(
+        None, description="tco_usd per million `unit` of work over the horizon."
+    )
+    break_even_hours: float | None = Field(
+        None, description="Hours of use after which buying beats the cheapest cloud offer."
+    )
 
 
 class Recommendations(BaseModel):
