@@ -232,5 +232,6 @@ def _estimate_one(
         value, model = prior, "roofline-prior"
     if not (math.isfinite(value) and value > 0):
         return None  # degenerate specs or workload: no number is better than a wrong one
+    value = safe_exp(safe_log(value))  # within the clamp, like its band
     low, high = _band(value, log_error)
     return Estimate(gpu.slug, value, "estimated", len(anchors), low, high, model)
