@@ -27,7 +27,7 @@ from service.api.preauth import bearer_checker
 from service.api.web import pages as web_pages
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
-from service.core.middleware import BodySizeLimit, RejectNulInUrl
+from service.core.middleware import BodySizeLimit, HttpMethods, RejectNulInUrl
 from service.core.migrations import head_revision
 from service.core.observability import Metrics, RequestContext, configure_logging
 from service.core.settings import Settings, get_settings
@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         timeout_s=settings.body_timeout_s,
     )
     app.add_middleware(ServeCachedAnswers, answers=answers)
+    app.add_middleware(HttpMethods, router=app.router)
     app.add_middleware(RejectNulInUrl)
     app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer
     routers = (

@@ -64,6 +64,7 @@ class BodySizeLimit:
     * Bytes buffered by all requests in flight are bounded by `max_inflight_bytes`: a
       request whose next chunk would pass it is answered 503 (Retry-After: 1) at once.
     * A body that is not complete within `timeout_s` of its first byte being awaited gets 408.
+    * A non-empty body that is not declared JSON (no or another Content-Type) gets 415.
     * A client that hangs up mid-body is left alone (RequestContext counts it as 499).
     """
 
@@ -99,6 +100,9 @@ class BodySizeLimit:
         finally:
             self.inflight_bytes -= held[0]
         if body is None:
+            return
+        if body and not _is_json(scope):
+            await _answer(send, 415, "send the body as JSON with 'Content-Type: application/json'")
             return
         replayed = False
 
@@ -174,6 +178,15 @@ def _empty_body(receive: Receive) -> Receive:
     return empty
 
 
+def _is_json(scope: Scope) -> bool:
+    """Content-Type application/json or any +json type (every body this API takes is JSON)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-type":
+            media = value.split(b";", 1)[0].strip().lower()
+            return media == b"application/json" or media.endswith(b"+json")
+    return False
+
+
 def _bearer(scope: Scope) -> str | None:
     for name, value in scope.get("headers", []):
         if name == b"authorization":
@@ -206,3 +219,61 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+class HttpMethods:
+    """HEAD on every GET route (answered as the GET, without the body), OPTIONS on every route
+    (204 with the full Allow list), and `Vary: Accept` on every answer, since read answers
+    switch between JSON and CSV on Accept. Routes come from `router` (the app's)."""
+
+    def __init__(self, app: ASGIApp, router: Any) -> None:
+        self.app = app
+        self.router = router
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method = scope["method"]
+        if method == "OPTIONS":
+            allowed = self._allowed(scope)
+            if allowed:
+                allow = ", ".join(sorted(allowed | {"OPTIONS"}))
+                headers = [(b"allow", allow.encode()), (b"content-length", b"0")]
+                await send({"type": "http.response.start", "status": 204, "headers": headers})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        head = method == "HEAD" and "GET" in self._allowed(scope)
+
+        async def send_varied(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"vary", b"Accept")]
+            elif head and message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"} if head else scope, receive, send_varied)
+
+    def _allowed(self, scope: Scope) -> set[str]:
+        """Methods of the routes whose path matches (GET implies HEAD)."""
+        out: set[str] = set()
+        probe = {**scope, "method": "GET"}
+        for route in _routes(self.router):
+            methods = getattr(route, "methods", None)
+            if not methods:
+                continue
+            match, _ = route.matches(probe)
+            if match.name in ("FULL", "PARTIAL"):
+                out |= set(methods)
+        if "GET" in out:
+            out.add("HEAD")
+        return out
+
+
+def _routes(router: Any) -> list[Any]:
+    """Every route of `router`, through included routers (FastAPI keeps them nested)."""
+    out: list[Any] = []
+    for route in getattr(router, "routes", []):
+        inner = getattr(route, "original_router", None)
+        out.extend(_routes(inner) if inner is not None else [route])
+    return out

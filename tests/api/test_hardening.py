@@ -246,3 +246,73 @@ def test_a_client_hanging_up_mid_body_is_counted_499_not_500(client):
     exposition = app.state.metrics.exposition().decode()
     assert f'status="{CLIENT_CLOSED}"' in exposition
     assert 'method="POST",route="unmatched",status="500"' not in exposition
+
+
+# --- issue 16: smaller findings ---------------------------------------------------------------
+
+
+def test_head_and_options_on_get_routes(client):
+    head = client.head("/gpus/nvidia-rtx-4090")
+    assert head.status_code == 200 and head.content == b""
+    options = client.options("/gpus/nvidia-rtx-4090")
+    assert options.status_code == 204
+    allowed = {m.strip() for m in options.headers["allow"].split(",")}
+    assert {"GET", "HEAD", "OPTIONS", "PATCH"} <= allowed
+    assert client.options("/no-such-route").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "accept, csv",
+    [
+        ("text/csv", True),
+        ("TEXT/CSV", True),
+        ("text/csvx", False),
+        ("application/json;q=1, text/csv;q=0.1", False),
+        ("application/json;q=0.5, text/csv", True),
+        ("text/csv;q=0", False),
+        ("*/*", False),
+        ("text/*, application/json;q=0.2", True),
+    ],
+)
+def test_accept_is_negotiated_and_answers_vary_on_it(client, accept, csv):
+    response = client.get(
+        "/rankings", params={"workload": "resnet50-train"}, headers={"Accept": accept}
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv") is csv
+    assert "accept" in response.headers["vary"].lower()
+
+
+def test_a_body_without_content_type_is_415(client, keys):
+    response = client.post(
+        "/results",
+        content=json.dumps(RESULT | {"value": 700.0}).encode(),
+        headers=keys.auth(keys.submitter) | {"Content-Type": ""},
+    )
+    assert response.status_code == 415 and "Content-Type" in response.json()["detail"]
+
+
+def test_agent_stack_keys_are_bounded():
+    from pydantic import ValidationError
+
+    from service.schemas.calibration import CalibrationReport
+
+    report = {
+        "device": "cpu",
+        "device_name": "x",
+        "matmul": [
+            {
+                "dtype": "fp32",
+                "m": 1,
+                "n": 1,
+                "k": 1,
+                "repeats": 1,
+                "tflops_median": 1.0,
+                "tflops_iqr": 0.0,
+            }
+        ],
+        "bandwidth_gbs": 10.0,
+        "stack": {"k" * 65: "v"},
+    }
+    with pytest.raises(ValidationError):
+        CalibrationReport.model_validate(report)
