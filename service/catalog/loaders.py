@@ -78,7 +78,8 @@ def load_launch_prices() -> list[LaunchPrice]:
 
 
 def load_workloads() -> list[WorkloadCreate]:
-    rows = _rows("workloads.csv")
+    """workloads.csv, then llm_workloads.csv (one per model + quant + phase + token count)."""
+    rows = _rows("workloads.csv") + _rows("llm_workloads.csv")
     for row in rows:
         row["memory_bound"] = (row.get("memory_bound") or "false").lower() == "true"
         row["description"] = row.get("description") or ""

@@ -43,6 +43,17 @@ class RankingItem(BaseModel):
     break_even_hours: float | None = Field(
         None, description="Hours of use after which buying beats the cheapest cloud offer."
     )
+    # LLM asks (model=...): how many GPUs the model is split over and the room left.
+    count: int = Field(1, description="GPUs the model is split over (tensor-parallel memory).")
+    memory_needed_gb: float | None = Field(
+        None, description="Per GPU, GB (1e9 bytes), from the /memory breakdown."
+    )
+    headroom_context: int | None = Field(
+        None, description="Largest context that still fits at the asked batch."
+    )
+    headroom_batch: int | None = Field(
+        None, description="Largest batch that still fits at the asked context."
+    )
 
 
 class Rankings(BaseModel):
@@ -53,6 +64,13 @@ class Rankings(BaseModel):
     unit: str
     sort: Literal["performance", "perf_per_dollar", "tco"]
     reference_gpu: str
+    # Echo of an LLM ask (model=...); null for a fixed workload.
+    model: str | None = None
+    task: str | None = None
+    quant: str | None = None
+    context: int | None = None
+    batch: int | None = None
+    min_tokens_per_s: float | None = None
 
 
 class Recommendation(BaseModel):
@@ -89,6 +107,15 @@ class Recommendation(BaseModel):
     break_even_hours: float | None = Field(
         None, description="Hours of use after which buying beats the cheapest cloud offer."
     )
+    memory_needed_gb: float | None = Field(
+        None, description="LLM asks: per GPU, GB (1e9 bytes), from the /memory breakdown."
+    )
+    headroom_context: int | None = Field(
+        None, description="LLM asks: largest context that still fits at the asked batch."
+    )
+    headroom_batch: int | None = Field(
+        None, description="LLM asks: largest batch that still fits at the asked context."
+    )
 
 
 class Recommendations(BaseModel):
@@ -104,3 +131,10 @@ class Recommendations(BaseModel):
     condition: ConditionChoice
     reference_gpu: str
     hint: str | None = Field(None, description="When nothing fits: what would.")
+    # Echo of an LLM ask (model=...); null for a fixed workload.
+    model: str | None = None
+    task: str | None = None
+    quant: str | None = None
+    context: int | None = None
+    batch: int | None = None
+    min_tokens_per_s: float | None = None
