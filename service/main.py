@@ -25,10 +25,11 @@ from service.api import (
     results,
     workloads,
 )
+from service.api.preauth import bearer_checker
 from service.api.web import pages as web_pages
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
-from service.core.middleware import BodySizeLimit, RejectNulInUrl
+from service.core.middleware import BodySizeLimit, HttpMethods, RejectNulInUrl
 from service.core.migrations import head_revision
 from service.core.observability import Metrics, RequestContext, configure_logging
 from service.core.settings import Settings, get_settings
@@ -64,8 +65,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_model = ReadModel(engine, settings, snapshots, answers)
     app.state.metrics = Metrics()
     install_error_handlers(app)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        authenticate=bearer_checker(engine),
+        max_inflight_bytes=settings.max_inflight_body_bytes,
+        timeout_s=settings.body_timeout_s,
+    )
     app.add_middleware(ServeCachedAnswers, answers=answers)
+    app.add_middleware(HttpMethods, router=app.router)
     app.add_middleware(RejectNulInUrl)
     app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer
     routers = (

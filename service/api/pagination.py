@@ -10,6 +10,11 @@ from service.core.errors import InvalidInput
 
 K = TypeVar("K", int, str)
 R = TypeVar("R")
+# A cursor carries a row id (a 32-bit integer column on both databases) or a slug/name key
+# (text columns of at most 255 characters). Anything else could only fail in the database.
+MAX_CURSOR_ID = 2**31 - 1
+MAX_CURSOR_TEXT = 255
+MAX_CURSOR_CHARS = 1024  # the encoded cursor itself
 
 
 def encode_cursor(after: Any) -> str:
@@ -21,14 +26,29 @@ def decode_cursor(cursor: str | None, kind: type[K]) -> K | None:
     """The key to continue after, or None for the first page; a forged cursor is a 422."""
     if cursor is None:
         return None
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise InvalidInput.one(("query", "cursor"), "invalid cursor", "value_error")
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         value = json.loads(base64.urlsafe_b64decode(padded.encode()))["after"]
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
         value = None
-    if not isinstance(value, kind) or isinstance(value, bool):
+    if not isinstance(value, kind) or isinstance(value, bool) or not _storable(value):
         raise InvalidInput.one(("query", "cursor"), "invalid cursor", "value_error")
     return value
+
+
+def _storable(value: int | str) -> bool:
+    """Within the key column's range: ids in 0..2^31-1; text short, no NUL, valid UTF-8."""
+    if isinstance(value, int):
+        return 0 <= value <= MAX_CURSOR_ID
+    if len(value) > MAX_CURSOR_TEXT or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def split_page(

@@ -62,6 +62,10 @@ def require_role(role: Role) -> object:
             "missing API key: send 'Authorization: Bearer <key>'",
             "invalid or revoked API key",
         )
+        # One connection per request: the lookup's read transaction ends here, before the
+        # rate limit's write and the route's session, so a request never holds two
+        # connections (on SQLite, a held read connection also pins an old snapshot).
+        session.close()
         if not grants(key, role):
             raise Forbidden(f"this endpoint needs the '{role}' role")
         if request.method not in ("GET", "HEAD") and settings.write_rate_limit and key.id:

@@ -8,6 +8,7 @@ Postgres: writers that must not interleave on one key take a transaction-scoped 
 
 import hashlib
 import logging
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,10 +18,20 @@ from sqlalchemy import event, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, create_engine
 
 SQLITE_BEGIN_OPTION = "sqlite_begin"
+# SQLite admits one writer at a time. Left to SQLite's busy handler, 40 writers waiting on
+# BEGIN IMMEDIATE poll and back off, and some time out ("database unavailable") although the
+# database is fine. So within a process, writers queue on one lock (FIFO enough, no polling)
+# before BEGIN IMMEDIATE and release it when their transaction ends; across processes the busy
+# timeout still applies. Waiting longer than this is reported as unavailable (503).
+SQLITE_WRITE_WAIT_S = 60.0
+# Connections per engine: one per request in flight (the thread pool has 40) and some spare.
+POOL_SIZE = 40
+POOL_OVERFLOW = 10
+_HOLDS_WRITE_LOCK = "gpu_advisor_write_lock"
 log = logging.getLogger(__name__)
 
 
@@ -30,7 +41,14 @@ def is_sqlite(url: str) -> bool:
 
 def make_engine(url: str) -> Engine:
     if is_sqlite(url):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        memory = make_url(url).database in (None, "", ":memory:")
+        pool: dict[str, Any] = (
+            {} if memory else {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}
+        )
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30}, **pool
+        )
+        write_lock = threading.Lock()
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -45,12 +63,47 @@ def make_engine(url: str) -> Engine:
         @event.listens_for(engine, "begin")
         def _sqlite_begin(conn: Any) -> None:
             mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
-            conn.exec_driver_sql(f"BEGIN {mode}")
+            if mode == "IMMEDIATE" and not conn.info.get(_HOLDS_WRITE_LOCK):
+                if not write_lock.acquire(timeout=SQLITE_WRITE_WAIT_S):
+                    raise OperationalError(
+                        "BEGIN IMMEDIATE", None, Exception("write queue wait timed out")
+                    )
+                conn.info[_HOLDS_WRITE_LOCK] = True
+            try:
+                conn.exec_driver_sql(f"BEGIN {mode}")
+            except BaseException:
+                _release(conn)
+                raise
+
+        def _release(conn: Any) -> None:
+            if conn.info.pop(_HOLDS_WRITE_LOCK, False):
+                write_lock.release()
+
+        # A transaction ends by commit or rollback (closing a session rolls back); a
+        # connection invalidated mid-transaction is checked in without either, hence reset.
+        event.listen(engine, "commit", _release)
+        event.listen(engine, "rollback", _release)
+
+        def _release_record(record: Any) -> None:
+            if record is not None and record.info.pop(_HOLDS_WRITE_LOCK, False):
+                write_lock.release()
+
+        @event.listens_for(engine, "reset")
+        def _on_reset(_dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
+            _release_record(record)
+
+        @event.listens_for(engine, "invalidate")
+        def _on_invalidate(_dbapi_conn: Any, record: Any, _exception: Any) -> None:
+            _release_record(record)
+
+        @event.listens_for(engine, "checkin")
+        def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+            _release_record(record)
 
         return engine
     # Enough pooled connections for the thread pool (40) so none are opened and closed per
     # request; pre-ping keeps a restarted Postgres from surfacing as errors.
-    return create_engine(url, pool_pre_ping=True, pool_size=40, max_overflow=10)
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
 
 
 def write_engine(engine: Engine) -> Engine:

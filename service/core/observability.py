@@ -16,6 +16,7 @@ import uuid
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
@@ -24,6 +25,9 @@ _SANE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _ID_PREFIX = uuid.uuid4().hex[:12]
 _ID_COUNTER = itertools.count(1)
 access_log = logging.getLogger("gpu_advisor.access")
+# Status logged and counted for a request whose client disconnected before any answer was
+# sent (nginx's "client closed request"); no response goes out.
+CLIENT_CLOSED = 499
 
 
 class Metrics:
@@ -106,18 +110,32 @@ class RequestContext:
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = 500
+        responded = False
+        client_left = False
+
+        async def receive_watching() -> Message:
+            nonlocal client_left
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                client_left = True
+            return message
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, responded
             if message["type"] == "http.response.start":
+                responded = True
                 status = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(scope, receive_watching, send_with_id)
+        except ClientDisconnect:
+            client_left = True
         finally:
+            if client_left and not responded:
+                status = CLIENT_CLOSED  # the client hung up before any answer: not our 500
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             self.metrics.requests.labels(route, scope["method"], str(status)).inc()

@@ -17,6 +17,30 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535, description="Port `gpu-advisor serve` listens on.")
     log_level: str = Field("info", description="Python log level name.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Larger request bodies get 413.")
+    max_inflight_body_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        description="Request-body bytes buffered by all requests in flight, per process; "
+        "a request that would pass it gets 503 with Retry-After.",
+    )
+    body_timeout_s: float = Field(
+        10.0, gt=0, description="A request body not complete this long after it starts gets 408."
+    )
+    max_header_bytes: int = Field(
+        64 * 1024,
+        ge=4096,
+        description="Request line + headers larger than this get 431 (uvicorn h11 buffer).",
+    )
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="A connection that has not sent a full request head in this long "
+        "is closed (slowloris).",
+    )
+    keep_alive_s: int = Field(5, ge=1, description="Idle keep-alive connections close after this.")
+    max_connections: int = Field(
+        2048, ge=1, description="Concurrent connections + tasks per process; more get 503."
+    )
     write_rate_limit: int = Field(
         600, ge=0, description="Writes per API key per rate window; 0 turns the limit off."
     )

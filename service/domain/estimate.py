@@ -9,6 +9,7 @@ bandwidth-bound. With one free shape parameter the fit is stable on a handful of
 free two-exponent fit extrapolates wildly. The error band is the leave-one-out RMS log error.
 """
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,30 @@ BYTES_PER_PARAM.update(
         "q4_0": 4.55 / 8,
     }
 )
+# Robustness: every quantity enters the model through safe_log, clamped to [1e-30, 1e30]; a
+# band's log half-width is capped at MAX_LOG_ERROR (x/÷ e^5, about 148x). The schema already
+# bounds stored values to [1e-6, 1e12); these guards make any stored row (older data, a row an
+# admin wrote) degrade one estimate at worst, never raise for the whole workload.
+LOG_FLOOR = math.log(1e-30)
+LOG_CEIL = math.log(1e30)
+MAX_LOG_ERROR = 5.0
+log = logging.getLogger(__name__)
+
+
+def safe_log(value: float) -> float:
+    """log(value) clamped to [LOG_FLOOR, LOG_CEIL]; NaN, zero and negatives give LOG_FLOOR."""
+    if not (value > 0) or math.isnan(value):
+        return LOG_FLOOR
+    if math.isinf(value):
+        return LOG_CEIL
+    return min(max(math.log(value), LOG_FLOOR), LOG_CEIL)
+
+
+def safe_exp(value: float) -> float:
+    """exp(value) with the exponent clamped the same way (never overflows, never 0)."""
+    if math.isnan(value):
+        return math.exp(LOG_FLOOR)
+    return math.exp(min(max(value, LOG_FLOOR), LOG_CEIL))
 
 
 @dataclass(frozen=True)
@@ -81,14 +106,14 @@ class WorkloadShape:
 
 def _features(gpu: GpuPerf) -> tuple[float, float]:
     """(log C - log B, log B): the regressor and the offset of the tied model."""
-    log_b = math.log(gpu.bandwidth_gbs)
-    return math.log(gpu.compute_tflops) - log_b, log_b
+    log_b = safe_log(gpu.bandwidth_gbs)
+    return safe_log(gpu.compute_tflops) - log_b, log_b
 
 
 def fit_shape(gpus: Sequence[GpuPerf], values: Sequence[float]) -> tuple[float, float]:
     """Least-squares (a, b) of log y - log B = a + b (log C - log B), b clipped to [0, 1]."""
     x = np.array([_features(g)[0] for g in gpus])
-    y = np.array([math.log(v) - _features(g)[1] for g, v in zip(gpus, values, strict=True)])
+    y = np.array([safe_log(v) - _features(g)[1] for g, v in zip(gpus, values, strict=True)])
     if len(x) < 2 or float(np.ptp(x)) < 1e-9:
         b = 0.5
     else:
@@ -99,7 +124,7 @@ def fit_shape(gpus: Sequence[GpuPerf], values: Sequence[float]) -> tuple[float, 
 
 def predict(a: float, b: float, gpu: GpuPerf) -> float:
     x, log_b = _features(gpu)
-    return math.exp(a + b * x + log_b)
+    return safe_exp(a + b * x + log_b)
 
 
 def leave_one_out_log_rmse(gpus: Sequence[GpuPerf], values: Sequence[float]) -> float:
@@ -111,7 +136,7 @@ def leave_one_out_log_rmse(gpus: Sequence[GpuPerf], values: Sequence[float]) -> 
     the constant is fitted, so the constant's formula applies.
     """
     x = np.array([_features(g)[0] for g in gpus])
-    y = np.array([math.log(v) - _features(g)[1] for g, v in zip(gpus, values, strict=True)])
+    y = np.array([safe_log(v) - _features(g)[1] for g, v in zip(gpus, values, strict=True)])
     n = len(x)
     a, b = fit_shape(gpus, values)
     residuals = y - (a + b * x)
@@ -125,7 +150,10 @@ def leave_one_out_log_rmse(gpus: Sequence[GpuPerf], values: Sequence[float]) -> 
 
 
 def _band(value: float, log_error: float) -> tuple[float, float]:
-    return value * math.exp(-log_error), value * math.exp(log_error)
+    """value x/÷ e^log_error, computed in log space so neither end over- or underflows."""
+    half = min(max(log_error, 0.0), MAX_LOG_ERROR) if math.isfinite(log_error) else MAX_LOG_ERROR
+    center = safe_log(value)
+    return safe_exp(center - half), safe_exp(center + half)
 
 
 def _spec_score(gpu: GpuPerf, memory_bound: bool) -> float:
@@ -154,36 +182,75 @@ def estimate_all(
     fit: tuple[float, float] | None = None
     log_error = math.log1p(DEFAULT_BAND)
     if len(anchors) >= 3:
-        fit = fit_shape(anchors, anchor_values)
-        log_error = max(leave_one_out_log_rmse(anchors, anchor_values), 0.02)
+        try:
+            fit = fit_shape(anchors, anchor_values)
+            log_error = max(leave_one_out_log_rmse(anchors, anchor_values), 0.02)
+        except (ArithmeticError, ValueError):  # numpy's LinAlgError is a ValueError
+            log.warning("shape fit failed; falling back to spec ratios", exc_info=True)
+            fit = None
     elif len(anchors) == 2:
         # Predict each anchor from the other: the only error we can measure with two.
-        s = [_spec_score(g, workload.memory_bound) for g in anchors]
-        cross = math.log((anchor_values[0] / s[0]) / (anchor_values[1] / s[1]))
+        s = [safe_log(_spec_score(g, workload.memory_bound)) for g in anchors]
+        v = [safe_log(x) for x in anchor_values]
+        cross = (v[0] - s[0]) - (v[1] - s[1])
         log_error = max(abs(cross), math.log1p(0.1))
+    if not math.isfinite(log_error):
+        log_error = MAX_LOG_ERROR
 
+    # Spec-ratio: the mean log ratio of measured value to spec score, in log space.
+    log_ratio = (
+        float(
+            np.mean(
+                [
+                    safe_log(v) - safe_log(_spec_score(g, workload.memory_bound))
+                    for g, v in zip(anchors, anchor_values, strict=True)
+                ]
+            )
+        )
+        if anchors
+        else 0.0
+    )
     for gpu in gpus:
-        m = measured.get(gpu.slug)
-        if m is not None:
-            low, high = m.band()
-            out[gpu.slug] = Estimate(gpu.slug, m.median, "measured", m.n, low, high, "measured")
+        try:
+            estimate = _estimate_one(gpu, measured, workload, fit, log_ratio, anchors, log_error)
+        except (ArithmeticError, ValueError):
+            # One GPU's degenerate numbers cost that GPU its estimate, never the workload's.
+            log.warning("no estimate for %s: degenerate inputs", gpu.slug, exc_info=True)
             continue
-        if fit is not None:
-            value, model = predict(*fit, gpu), "fit"
-        elif anchors:
-            score = _spec_score(gpu, workload.memory_bound)
-            ratios = [
-                v / _spec_score(g, workload.memory_bound)
-                for g, v in zip(anchors, anchor_values, strict=True)
-            ]
-            value, model = score * math.exp(float(np.mean(np.log(ratios)))), "spec-ratio"
-        else:
-            prior = roofline_prior(gpu, workload)
-            if prior is None:
-                continue
-            value, model = prior, "roofline-prior"
-        if not (math.isfinite(value) and value > 0):
-            continue  # degenerate specs or workload: no number is better than a wrong one
-        low, high = _band(value, log_error)
-        out[gpu.slug] = Estimate(gpu.slug, value, "estimated", len(anchors), low, high, model)
+        if estimate is not None:
+            out[gpu.slug] = estimate
     return out
+
+
+def _estimate_one(
+    gpu: GpuPerf,
+    measured: Mapping[str, Measurement],
+    workload: WorkloadShape,
+    fit: tuple[float, float] | None,
+    log_ratio: float,
+    anchors: Sequence[GpuPerf],
+    log_error: float,
+) -> Estimate | None:
+    m = measured.get(gpu.slug)
+    if m is not None:
+        if not (math.isfinite(m.median) and m.median > 0):
+            return None
+        low, high = m.band()
+        if not (math.isfinite(low) and math.isfinite(high)):
+            low, high = _band(m.median, MAX_LOG_ERROR)
+        return Estimate(gpu.slug, m.median, "measured", m.n, low, high, "measured")
+    if fit is not None:
+        value, model = predict(*fit, gpu), "fit"
+    elif anchors:
+        score = _spec_score(gpu, workload.memory_bound)
+        value, model = safe_exp(safe_log(score) + log_ratio), "spec-ratio"
+    else:
+        prior = roofline_prior(gpu, workload)
+        if prior is None:
+            return None
+        value, model = prior, "roofline-prior"
+    if not (math.isfinite(value) and value > 0):
+        return None  # degenerate specs or workload: no number is better than a wrong one
+    value = safe_exp(safe_log(value))  # within the clamp, like its band
+    low, high = _band(value, log_error)
+    return Estimate(gpu.slug, value, "estimated", len(anchors), low, high, model)

@@ -34,10 +34,39 @@ AnswerKey = tuple[str, bytes, bool]
 
 
 def accept_asks_for_csv(scope: Scope) -> bool:
-    """The request's first Accept header names text/csv (read from the ASGI scope, so the
-    answer cache can key on it before any Request exists)."""
-    accept = next((value for name, value in scope["headers"] if name == b"accept"), b"")
-    return b"text/csv" in accept
+    """Whether content negotiation picks CSV over JSON (read from the ASGI scope, so the answer
+    cache can key on it before any Request exists).
+
+    RFC 9110: media ranges are case-insensitive, each type's quality comes from the most
+    specific range that matches it (type/subtype over type/* over */*), q=0 means "not
+    acceptable". CSV is chosen only when text/csv's quality beats application/json's; a tie,
+    no Accept header, or anything unparsable gives JSON (the default).
+    """
+    accept = b",".join(value for name, value in scope["headers"] if name == b"accept")
+    if b"csv" not in accept and b"CSV" not in accept and b"text/*" not in accept:
+        return False  # the common case, without parsing
+    return _quality(accept, "text", "csv") > _quality(accept, "application", "json")
+
+
+def _quality(accept: bytes, kind: str, subtype: str) -> float:
+    best_rank, best_q = -1, 0.0
+    for item in accept.decode("latin-1").lower().split(","):
+        media, *params = (part.strip() for part in item.split(";"))
+        main, _, sub = media.partition("/")
+        rank = 2 if (main, sub) == (kind, subtype) else 1 if (main, sub) == (kind, "*") else 0
+        if not ((main, sub) == ("*", "*") or rank > 0):
+            continue
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    q = min(max(float(value), 0.0), 1.0)
+                except ValueError:
+                    q = 0.0
+        if rank > best_rank:
+            best_rank, best_q = rank, q
+    return best_q
 
 
 def answer_key(scope: Scope) -> AnswerKey | None:

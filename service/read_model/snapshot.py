@@ -7,6 +7,7 @@ cost does not grow with the number of results, and it is cached per process: a w
 this process invalidates it at once, writes through other processes within `cache_ttl_s`.
 """
 
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import NamedTuple
@@ -23,6 +24,8 @@ from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
 from service.read_model.ownership import OwnershipData, load_ownership
+
+log = logging.getLogger(__name__)
 
 
 class SnapshotKey(NamedTuple):
@@ -133,11 +136,15 @@ def build_snapshot(
             measured[slug_of[agg.gpu_id]] = m
         else:
             measured_multi[(slug_of[agg.gpu_id], agg.gpu_count)] = m
-    estimates = est.estimate_all(
-        list(perf.values()),
-        measured,
-        est.WorkloadShape(workload.flops_per_unit, workload.memory_bound, precision),
-    )
+    try:
+        estimates = est.estimate_all(
+            list(perf.values()),
+            measured,
+            est.WorkloadShape(workload.flops_per_unit, workload.memory_bound, precision),
+        )
+    except Exception:  # one workload's bad data degrades that workload, never the service
+        log.exception("estimates for %s/%s failed; serving none", workload.slug, precision)
+        estimates = {}
     prices: dict[int, list[PriceObservation]] = {}
     for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
         assert p.usd is not None

@@ -21,7 +21,9 @@ class SnapshotCache:
         self._lock = threading.Lock()
         self._generation = 0
         self._entries: dict[Hashable, tuple[int, float, Snapshot]] = {}
-        self._building: dict[Hashable, threading.Lock] = {}
+        # Build locks exist only while someone builds or waits for that key (reference
+        # counted, removed at zero): keys come from client input, so none may stay behind.
+        self._building: dict[Hashable, tuple[threading.Lock, int]] = {}
 
     def invalidate(self) -> None:
         with self._lock:
@@ -50,12 +52,40 @@ class SnapshotCache:
         snapshot, is_fresh = self._lookup(key)
         if snapshot is not None and is_fresh:
             return snapshot
+        key_lock = self._enter(key)
+        try:
+            if snapshot is not None and not key_lock.acquire(blocking=False):
+                return snapshot  # expired, and someone is already rebuilding it
+            if snapshot is None:
+                key_lock.acquire()
+            return self._build_locked(key, key_lock, build)
+        finally:
+            self._leave(key)
+
+    def _enter(self, key: Hashable) -> threading.Lock:
         with self._lock:
-            key_lock = self._building.setdefault(key, threading.Lock())
-        if snapshot is not None and not key_lock.acquire(blocking=False):
-            return snapshot  # expired, and someone is already rebuilding it
-        if snapshot is None:
-            key_lock.acquire()
+            lock, refs = self._building.get(key, (threading.Lock(), 0))
+            self._building[key] = (lock, refs + 1)
+            return lock
+
+    def _leave(self, key: Hashable) -> None:
+        with self._lock:
+            lock, refs = self._building[key]
+            if refs <= 1:
+                del self._building[key]
+            else:
+                self._building[key] = (lock, refs - 1)
+
+    @property
+    def pending_builds(self) -> int:
+        """Keys with a build lock right now (0 when idle: nothing accumulates)."""
+        with self._lock:
+            return len(self._building)
+
+    def _build_locked(
+        self, key: Hashable, key_lock: threading.Lock, build: Callable[[], Snapshot]
+    ) -> Snapshot:
+        """Rebuild under the key's lock (held on entry, released here)."""
         try:
             again, is_fresh = self._lookup(key)
             if again is not None and is_fresh:

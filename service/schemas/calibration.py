@@ -69,9 +69,9 @@ class CalibrationReport(Input):
     h2d_gbs: Annotated[float, Field(gt=0, lt=1e6), AfterValidator(finite)] | None = None
     before: Telemetry = Field(default_factory=Telemetry)
     after: Telemetry = Field(default_factory=Telemetry)
-    stack: dict[str, Annotated[str, Field(max_length=64)]] = Field(
-        default_factory=dict, max_length=16
-    )
+    stack: dict[
+        Annotated[str, Field(min_length=1, max_length=64)], Annotated[str, Field(max_length=64)]
+    ] = Field(default_factory=dict, max_length=16)
     duration_s: Finite = 0.0
 
 

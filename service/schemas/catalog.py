@@ -3,11 +3,11 @@
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from service.domain.vocabulary import Condition, Precision
 from service.schemas.calibration import CalibrationRead
-from service.schemas.common import Input, NonNegative, Positive, Slug
+from service.schemas.common import Input, NonNegative, Positive, Slug, finite
 
 Vendor = Literal["nvidia", "amd", "intel", "apple"]
 Market = Literal["consumer", "workstation", "datacenter"]
@@ -15,6 +15,23 @@ Interconnect = Literal["pcie", "nvlink", "infinity-fabric"]
 Status = Literal["in_production", "discontinued", "datacenter_only"]
 SoldAs = Literal["card", "hgx-8", "oam-8", "system", "cloud"]
 Stack = Literal["cuda", "rocm-instinct", "rocm-radeon", "oneapi", "metal"]
+# Aliases are stored '|'-joined in one 1024-character column: the separator is refused inside
+# an alias (422), and the joined list must fit the column.
+MAX_ALIASES = 16
+ALIASES_COLUMN = 1024
+
+
+def _aliases_fit(aliases: list[str] | None) -> list[str] | None:
+    if aliases is not None and len("|".join(aliases)) > ALIASES_COLUMN:
+        raise ValueError(f"aliases joined by '|' must fit {ALIASES_COLUMN} characters")
+    return aliases
+
+
+Alias = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^|]+$")]
+Aliases = Annotated[list[Alias], Field(max_length=MAX_ALIASES), AfterValidator(_aliases_fit)]
+# A GPU costs at least $1 (a near-zero price made perf_per_dollar overflow to null).
+MIN_GPU_USD = 1.0
+GpuUsd = Annotated[float, Field(ge=MIN_GPU_USD, lt=1e9), AfterValidator(finite)]
 
 
 class GpuSpecs(Input):
@@ -38,10 +55,8 @@ class GpuSpecs(Input):
     tdp_w: Positive | None = None
     interconnect: Interconnect = "pcie"
     launch_date: date | None = None
-    launch_price_usd: Positive | None = None
-    aliases: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
-        default_factory=list, max_length=16
-    )
+    launch_price_usd: GpuUsd | None = None
+    aliases: Aliases = Field(default_factory=list)
     source: str = Field(min_length=1, max_length=1024)
     status: Status = "in_production"
     discontinued_on: date | None = None
@@ -101,8 +116,8 @@ class GpuUpdate(Input):
     tdp_w: Positive | None = None
     interconnect: Interconnect | None = None
     launch_date: date | None = None
-    launch_price_usd: Positive | None = None
-    aliases: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = None
+    launch_price_usd: GpuUsd | None = None
+    aliases: Aliases | None = None
     source: str | None = Field(None, min_length=1, max_length=1024)
     status: Status | None = None
     discontinued_on: date | None = None
@@ -163,7 +178,7 @@ class PriceCreate(Input):
     model_config = ConfigDict(extra="forbid")
 
     gpu: Slug
-    usd: Positive | None = None
+    usd: GpuUsd | None = None
     usd_per_hour: Positive | None = Field(None, description="Per GPU-hour (cloud).")
     provider: str | None = Field(None, min_length=1, max_length=64, description="Cloud provider.")
     condition: Condition = "new"

@@ -15,8 +15,14 @@ def finite(value: float) -> float:
     return value
 
 
-Positive = Annotated[float, Field(gt=0, lt=1e12), AfterValidator(finite)]
-NonNegative = Annotated[float, Field(ge=0, lt=1e12), AfterValidator(finite)]
+# Physically meaningful bounds for every measured or specified quantity (GB, GB/s, TFLOPS, W,
+# units/s, USD): at least 1e-6 and below 1e12. Between those, logs, ratios and products of two
+# such numbers stay far from float underflow and overflow, so no stored value can make the
+# estimator's log-space arithmetic fail (a subnormal 5e-324 once did).
+MIN_QUANTITY = 1e-6
+MAX_QUANTITY = 1e12
+Positive = Annotated[float, Field(ge=MIN_QUANTITY, lt=MAX_QUANTITY), AfterValidator(finite)]
+NonNegative = Annotated[float, Field(ge=0, lt=MAX_QUANTITY), AfterValidator(finite)]
 Finite = Annotated[float, Field(ge=0, lt=1e9), AfterValidator(finite)]
 
 T = TypeVar("T")

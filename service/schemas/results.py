@@ -6,9 +6,11 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from service.domain.vocabulary import Precision
-from service.schemas.common import Input, Slug, finite
+from service.schemas.common import MIN_QUANTITY, Input, Slug, finite
 
 MAX_BATCH = 1000
+REASON_COLUMN = 256
+ADMIN_REASON_PREFIX = "admin: "
 ResultStatus = Literal["accepted", "outlier", "rejected", "verified"]
 RESULT_STATUSES: tuple[str, ...] = ("accepted", "outlier", "rejected", "verified")
 ShortText = Annotated[str, Field(min_length=1, max_length=64)]
@@ -21,7 +23,7 @@ class ResultIn(Input):
 
     gpu: Slug
     workload: Slug
-    value: Annotated[float, Field(gt=0, lt=1e9, strict=True), AfterValidator(finite)]
+    value: Annotated[float, Field(ge=MIN_QUANTITY, lt=1e9, strict=True), AfterValidator(finite)]
     precision: Precision
     batch_size: Annotated[int, Field(ge=1, le=1_000_000, strict=True)] | None = None
     gpu_count: Annotated[int, Field(ge=1, le=64, strict=True)] = 1
@@ -78,4 +80,5 @@ class ResultPatch(Input):
     model_config = ConfigDict(extra="forbid")
 
     status: ResultStatus
-    reason: str = Field(min_length=1, max_length=256)
+    # Stored as "admin: " + reason in a 256-character column (result.reason, audit.reason).
+    reason: str = Field(min_length=1, max_length=REASON_COLUMN - len(ADMIN_REASON_PREFIX))

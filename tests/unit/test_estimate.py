@@ -213,3 +213,31 @@ def test_closed_form_leave_one_out_equals_refitting_each_time():
     assert est.leave_one_out_log_rmse(FLEET, flat) == pytest.approx(
         brute_force_loo(FLEET, flat), rel=1e-9
     )
+
+
+# Issue 16: any stored numbers, however degenerate, give finite estimates or none, never raise.
+_ANY_POSITIVE = st.floats(min_value=5e-324, max_value=1e308, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(_ANY_POSITIVE, min_size=0, max_size=6),
+    specs=st.lists(st.tuples(_ANY_POSITIVE, _ANY_POSITIVE), min_size=6, max_size=6),
+    memory_bound=st.booleans(),
+)
+def test_estimates_survive_any_stored_values(values, specs, memory_bound):
+    fleet = [gpu(f"g{i}", c, b) for i, (c, b) in enumerate(specs)]
+    measured = {f"g{i}": est.Measurement(v, 1, 0.0) for i, v in enumerate(values)}
+    shape = est.WorkloadShape(flops_per_unit=1e10, memory_bound=memory_bound, precision="fp16")
+    out = est.estimate_all(fleet, measured, shape)
+    assert set(measured) <= set(out)  # a measured GPU always keeps its measurement
+    for e in out.values():
+        assert math.isfinite(e.value) and e.value > 0
+        assert math.isfinite(e.low) and math.isfinite(e.high)
+        assert e.low <= e.value <= e.high or e.basis == "measured"
+
+
+def test_one_subnormal_result_does_not_drop_the_other_gpus():
+    measured = {"a": est.Measurement(5e-324, 1, 0.0), "b": est.Measurement(700.0, 1, 0.0)}
+    out = est.estimate_all(FLEET, measured, TRAIN)
+    assert set(out) == {g.slug for g in FLEET}
