@@ -73,7 +73,7 @@ def test_form_results_chart_and_gpu_page_in_chromium(tmp_path):
         run_cli(url, "migrate")
         run_cli(url, "seed")
         _add_cloud_prices(url)
-        with running_server(url) as base:
+        with running_server(url, GPU_ADVISOR_PRICE_MAX_AGE_DAYS="36500") as base:
             driver.get(base + "/")
             assert driver.find_element(By.CSS_SELECTOR, "label[for=budget]").text
             charts = driver.find_elements(By.CSS_SELECTOR, "svg.chart")
