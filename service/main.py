@@ -22,6 +22,7 @@ from service.api import (
     results,
     workloads,
 )
+from service.api.http_cache import HttpCaching
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
 from service.core.middleware import BodySizeLimit, RejectNulInUrl
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(ServeCachedAnswers, answers=answers)
+    app.add_middleware(HttpCaching, max_age_s=settings.cache_ttl_s)  # outside: hits get ETags
     app.add_middleware(RejectNulInUrl)
     app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer
     routers = (

@@ -7,6 +7,7 @@ from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
+from service.api.http_cache import http_cached
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model.rows import RankingSort
 from service.schemas.rankings import RankingItem, Rankings
@@ -21,6 +22,7 @@ CSV_COLUMNS = columns_for(RankingItem)
     responses={200: {"content": {"text/csv": {}}}},
     summary="Rank GPUs for a workload by throughput or throughput per dollar",
 )
+@http_cached
 async def rankings(
     request: Request,
     read_model: ReadModelDep,

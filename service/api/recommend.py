@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
+from service.api.http_cache import http_cached
 from service.domain.vocabulary import ConditionChoice, Mode, Precision
 from service.read_model.reads import Rows
 from service.schemas.rankings import Recommendation, Recommendations
@@ -38,6 +39,7 @@ class RecommendQuery(BaseModel):
     responses={200: {"content": {"text/csv": {}}}},
     summary="Best single and multi-GPU configurations for a budget and workload",
 )
+@http_cached
 async def recommend(
     request: Request, read_model: ReadModelDep, q: Annotated[RecommendQuery, Query()]
 ) -> Response:
