@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
@@ -23,6 +23,7 @@ from service.api import (
     workloads,
 )
 from service.api.http_cache import HttpCaching
+from service.api.query import reject_unknown_query
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
 from service.core.middleware import BodySizeLimit, RejectNulInUrl
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Which GPU(s) to buy for deep learning, for a budget and a workload.",
         lifespan=lifespan,
+        dependencies=[Depends(reject_unknown_query)],  # unknown query parameters: 422
         responses={503: {"model": Problem, "description": "database unavailable; see Retry-After"}},
     )
     app.state.settings = settings
