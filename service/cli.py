@@ -232,6 +232,21 @@ def recommend(
     typer.echo(render_recommendations(response.json()))
 
 
+def _figure(value: float) -> str:
+    """As `why` writes figures: whole numbers from 100 up, else three significant digits."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.3g}"
+
+
+def _price_origin(price: dict[str, Any]) -> str:
+    """Where a unit price comes from and when: `msrp 2022-10-12`, `ebay used 2026-11-30`."""
+    source = str(price.get("source") or "?")
+    if "://" in source:
+        source = source.split("://", 1)[1].split("/", 1)[0]  # a URL: its host keeps rows short
+    condition = price.get("condition")
+    label = source if condition in (None, "new") else f"{source} {condition}"
+    return f"{label} {str(price.get('observed_at') or '')[:10]}".strip()
+
+
 def render_recommendations(body: dict[str, Any]) -> str:
     """A plain-text table of a /recommend answer."""
     head = (
@@ -240,7 +255,7 @@ def render_recommendations(body: dict[str, Any]) -> str:
     )
     if not body["recommendations"]:
         return f"{head}\nno configuration fits: {body['hint']}"
-    rows = [("#", "GPUs", "total $", body["unit"], "vs ref", "per $1k", "basis")]
+    rows = [("#", "GPUs", "total $", body["unit"], "vs ref", "per USD", "price", "basis")]
     for r in body["recommendations"]:
         gpus = r["gpu"] if r["count"] == 1 else f"{r['count']} x {r['gpu']}"
         rel = f"{r['relative_performance']:.2f}" if r["relative_performance"] else "-"
@@ -251,7 +266,8 @@ def render_recommendations(body: dict[str, Any]) -> str:
                 f"{r['total_price_usd']:,.0f}",
                 f"{r['throughput']:,.0f}",
                 rel,
-                f"{r['perf_per_dollar'] * 1000:,.0f}",
+                _figure(r["perf_per_dollar"]),
+                _price_origin(r["unit_price"]),
                 r["basis"] if r["basis"] == "estimated" else f"measured n={r['n']}",
             )
         )

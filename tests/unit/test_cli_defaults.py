@@ -34,9 +34,7 @@ def test_server_option_reads_gpu_advisor_server(env):
 
 
 @pytest.mark.parametrize("command", [["keys", "list"], ["keys", "create", "--name", "x"]])
-def test_keys_against_a_missing_sqlite_file_is_one_line_and_creates_nothing(
-    env, tmp_path, command
-):
+def test_keys_against_a_missing_sqlite_file_is_one_line_and_creates_nothing(env, tmp_path, command):
     path = tmp_path / "nothing.db"
     env.setenv("GPU_ADVISOR_DATABASE_URL", f"sqlite:///{path}")
     answer = CliRunner().invoke(cli, command)
@@ -56,3 +54,18 @@ def test_keys_against_an_unmigrated_database_says_so(env, tmp_path):
     answer = CliRunner().invoke(cli, ["keys", "revoke", "abc"])
     assert answer.exit_code == 2
     assert "not migrated" in answer.output and "gpu-advisor migrate" in answer.output
+
+
+def test_table_and_why_use_one_unit_and_show_the_price_origin(client):
+    from service.cli import render_recommendations
+
+    body = client.get("/recommend?budget=3000&limit=3").json()
+    assert body["recommendations"], body
+    first = body["recommendations"][0]
+    assert "per USD" in first["why"] and "$1,000" not in first["why"]
+    figure = first["why"].split(" per USD")[0].rsplit(" ", 2)[-2]  # "... 1.23 samples/s per USD"
+    table = render_recommendations(body)
+    assert "per USD" in table.splitlines()[1]
+    assert figure in table.splitlines()[2]
+    price = first["unit_price"]
+    assert str(price["observed_at"])[:10] in table.splitlines()[2]
