@@ -13,10 +13,13 @@ from service.api import (
     admin_catalog,
     agent,
     calibrations,
+    compare,
     gpus,
     health,
     hosts,
     keys,
+    memory,
+    models,
     rankings,
     recommend,
     results,
@@ -24,6 +27,7 @@ from service.api import (
 )
 from service.api.http_cache import HttpCaching
 from service.api.query import reject_unknown_query
+from service.api.web import pages as web_pages
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
 from service.core.middleware import BodySizeLimit, RejectNulInUrl
@@ -72,14 +76,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         health,
         gpus,
         workloads,
+        models,
+        memory,
         rankings,
         recommend,
+        compare,
         admin_catalog,
         results,
         keys,
         hosts,
         agent,
         calibrations,
+        web_pages,
     )
     for module in routers:
         app.include_router(module.router)
