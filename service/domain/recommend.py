@@ -150,5 +150,5 @@ def why(config: Configuration, rank: int, budget: float, unit: str, reference: s
     return (
         f"{lead} within ${budget:,.0f}: {what} for ${config.total_price:,.0f}{scaling} gives "
         f"~{_fmt(config.throughput)} {unit} ({source}), "
-        f"{_fmt(config.perf_per_dollar * 1000)} {unit} per $1,000; reference {reference} = 1.0."
+        f"{_fmt(config.perf_per_dollar)} {unit} per USD; reference {reference} = 1.0."
     )

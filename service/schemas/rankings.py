@@ -30,7 +30,9 @@ class RankingItem(BaseModel):
     mad: float | None
     relative_performance: float | None = Field(description="Reference GPU = 1.0.")
     price: PriceInfo | None
-    perf_per_dollar: float | None = Field(description="Throughput per USD of the current price.")
+    perf_per_dollar: float | None = Field(
+        description="Throughput per USD of the current price (units/s per USD, as `why` says)."
+    )
     draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
     energy_kwh: float | None = Field(None, description="Over the horizon.")
     energy_usd: float | None = None
@@ -85,7 +87,9 @@ class Recommendation(BaseModel):
     throughput_high: float
     unit: str
     relative_performance: float | None
-    perf_per_dollar: float
+    perf_per_dollar: float = Field(
+        description="Throughput per USD of the total price (units/s per USD, as `why` says)."
+    )
     memory_gb: float = Field(description="Per GPU: what must fit the model.")
     total_memory_gb: float
     tdp_w: float | None = Field(description="All GPUs together.")

@@ -169,7 +169,8 @@ def test_compare_answers_cheapest_cloud_offer_and_break_even(db, client):
     _add_price(db, slug, usd_per_hour=0.5, provider="alpha", condition="cloud")  # newest wins
     _add_price(db, slug, usd_per_hour=0.7, provider="beta", condition="cloud")
     client.app.state.read_model.changed()  # written behind the app's back
-    body = client.get("/compare", params={"gpu": slug, "count": 2, **ASK}).json()
+    costs = {k: v for k, v in ASK.items() if k != "budget"}  # /compare takes no budget
+    body = client.get("/compare", params={"gpu": slug, "count": 2, **costs}).json()
     assert [o["provider"] for o in body["cloud_offers"]] == ["alpha", "beta"]
     cheapest = body["cheapest_cloud"]
     assert cheapest["usd_per_hour"] == 0.5 and cheapest["source"] and cheapest["observed_at"]
