@@ -48,6 +48,7 @@ def ranking_rows(snapshot: Snapshot, min_memory_gb: float, sort: RankingSort) ->
                 model=e.model,
                 n=e.n,
                 mad=e.mad,
+                band=e.band,
                 relative_performance=snapshot.relative(e.value),
                 price=price_info(c),
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
@@ -108,6 +109,7 @@ def _recommendation(
         scaling_factor=config.speedup,
         scaling_basis=config.scaling_basis,
         why=why(config, rank, budget, unit, reference),
+        band=cand.estimate.band,
     )
 
 

@@ -13,14 +13,14 @@ from typing import NamedTuple
 
 from sqlmodel import Session, col, select
 
-from service.catalog.peaks import CALIBRATED_RATE, peak_rates
+from service.catalog.peaks import CALIBRATED_RATE
 from service.domain import estimate as est
-from service.domain.plausibility import peak_tflops
 from service.domain.prices import PriceObservation, current_price
 from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
+from service.read_model.estimates import estimates_for
 
 
 class SnapshotKey(NamedTuple):
@@ -99,36 +99,22 @@ def build_snapshot(
     max_price_age_days: int,
 ) -> Snapshot:
     gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
-    efficiencies = calibration_efficiencies(session, precision)
-    perf = {
-        g.id: est.GpuPerf(
-            g.slug,
-            peak_tflops(peak_rates(g), precision) * efficiencies.get(g.id or -1, 1.0),
-            g.memory_bandwidth_gbs,
-        )
-        for g in gpus
-    }
     slug_of = {g.id: g.slug for g in gpus}
-    measured: dict[str, est.Measurement] = {}
     measured_multi: dict[tuple[str, int], est.Measurement] = {}
     aggregates = session.exec(
         select(Aggregate).where(
             Aggregate.workload_id == workload.id,
             Aggregate.precision == precision,
             Aggregate.n > 0,  # a group whose every result is an outlier measures nothing
+            Aggregate.gpu_count > 1,  # single-GPU medians: read by the model (estimates.py)
         )
     ).all()
     for agg in aggregates:
-        m = est.Measurement(agg.median, agg.n, agg.mad)
-        if agg.gpu_count == 1:
-            measured[slug_of[agg.gpu_id]] = m
-        else:
-            measured_multi[(slug_of[agg.gpu_id], agg.gpu_count)] = m
-    estimates = est.estimate_all(
-        list(perf.values()),
-        measured,
-        est.WorkloadShape(workload.flops_per_unit, workload.memory_bound, precision),
-    )
+        if agg.gpu_count > 1:
+            measured_multi[(slug_of[agg.gpu_id], agg.gpu_count)] = est.Measurement(
+                agg.median, agg.n, agg.mad
+            )
+    estimates = estimates_for(session, workload, precision)
     prices: dict[int, list[PriceObservation]] = {}
     for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
         assert p.usd is not None
