@@ -45,6 +45,11 @@ class Snapshot:
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
+    def decode(self) -> bool:
+        """Memory-bound decode: multi-GPU is tensor-parallel, not data-parallel (scaling.py)."""
+        return bool(self.workload.memory_bound or self.workload.phase == "decode")
+
+    @property
     def by_slug(self) -> dict[str, Candidate]:
         return {c.slug: c for c in self.candidates}
 
@@ -62,7 +67,9 @@ class Snapshot:
             self._ranked[key] = configurations(
                 self.candidates,
                 max_gpus,
-                lambda c, n: scaling(self.profiles, mode, framework, c.interconnect, n),
+                lambda c, n: scaling(
+                    self.profiles, mode, framework, c.interconnect, n, decode=self.decode
+                ),
                 self.measured_multi,
                 use_measured_multi=(mode == "parallel"),
             )
