@@ -6,7 +6,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from service.catalog import loaders
-from service.models import Gpu, Price, ScalingProfile, Workload
+from service.models import Gpu, Platform, Price, ScalingProfile, Workload
 from service.schemas.catalog import GpuCreate
 
 
@@ -16,6 +16,7 @@ class SeedReport:
     workloads: int = 0
     scaling_profiles: int = 0
     prices: int = 0
+    platforms: int = 0
 
 
 def gpu_row(spec: GpuCreate) -> Gpu:
@@ -88,5 +89,11 @@ def seed(engine: Engine) -> SeedReport:
             if (profile.framework, profile.interconnect, profile.gpu_count) not in known_profiles:
                 session.add(ScalingProfile(**profile.model_dump()))
                 report.scaling_profiles += 1
+
+        known_platforms = set(session.exec(select(Platform.gpu_count)).all())
+        for platform in loaders.load_platforms():
+            if platform.gpu_count not in known_platforms:
+                session.add(Platform(**platform.model_dump()))
+                report.platforms += 1
         session.commit()
     return report
