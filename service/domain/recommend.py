@@ -125,10 +125,13 @@ def _basis_phrase(config: Configuration, unit: str) -> str:
         return f"median of {config.n} accepted results"
     likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
     model = config.candidate.estimate.model
-    if model == "fit":
-        return f"estimated by a fit on {config.n} measured GPUs, {likely}"
-    if model == "spec-ratio":
-        return f"estimated from specs relative to {config.n} measured GPU(s), {likely}"
+    band = f"{config.candidate.estimate.band:.0%} band"
+    if model in ("nnls", "fit"):
+        return f"estimated by a model fitted on {config.n} measured GPUs, {likely} ({band})"
+    if model in ("shape-scaled", "spec-ratio"):
+        return f"estimated from specs relative to {config.n} measured GPU(s), {likely} ({band})"
+    if model == "borrowed":
+        return f"estimated from similar measured workloads, none on this one, {likely} ({band})"
     return f"estimated from specs alone, no results yet, {likely}"
 
 

@@ -57,6 +57,7 @@ def ranking_rows(
                 model=e.model,
                 n=e.n,
                 mad=e.mad,
+                band=e.band,
                 relative_performance=snapshot.relative(e.value),
                 price=price_info(c),
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
@@ -164,6 +165,7 @@ def _recommendation(
         scaling_factor=config.speedup,
         scaling_basis=config.scaling_basis,
         why=why(config, rank, budget, unit, reference),
+        band=cand.estimate.band,
     )
 
 

@@ -25,9 +25,12 @@ class RankingItem(BaseModel):
     throughput_high: float
     unit: str
     basis: Basis
-    model: str = Field(description="measured | fit | spec-ratio | roofline-prior")
+    model: str = Field(
+        description="measured | nnls | shape-scaled | borrowed | roofline-prior (see README)"
+    )
     n: int = Field(description="Results behind a measured value; measured GPUs behind a fit.")
     mad: float | None
+    band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
     relative_performance: float | None = Field(description="Reference GPU = 1.0.")
     price: PriceInfo | None
     perf_per_dollar: float | None = Field(
@@ -97,8 +100,11 @@ class Recommendation(BaseModel):
     model: str
     n: int
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
-    scaling_basis: str = Field(description="single | independent | profile:<fw>/<link> | measured")
+    scaling_basis: str = Field(
+        description="single | independent | profile:<fw>/<link> | tensor-parallel:<link> | measured"
+    )
     why: str
+    band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
     draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
     energy_kwh: float | None = Field(None, description="Over the horizon.")
     energy_usd: float | None = None
