@@ -43,6 +43,20 @@ def seed() -> None:
         f"seeded {report.gpus} GPUs, {report.workloads} workloads, "
         f"{report.scaling_profiles} scaling profiles, {report.prices} launch prices"
     )
+    typer.echo(render_seeded_results(report.results))
+
+
+def render_seeded_results(r: Any) -> str:
+    """The measured-corpus part of the seed report, with what was skipped and why."""
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses.items())) or "none new"
+    lines = [f"measured results: {r.stored} stored ({statuses}), {r.already} already stored"]
+    for what, counter in (("GPU", r.skipped_gpu), ("workload", r.skipped_workload)):
+        if counter:
+            names = ", ".join(f"{k} ({n})" for k, n in counter.most_common())
+            lines.append(f"  skipped {sum(counter.values())} rows, {what} not in the DB: {names}")
+    if r.invalid:
+        lines.append(f"  skipped {r.invalid} rows the result schema refuses")
+    return "\n".join(lines)
 
 
 @app.command()

@@ -1,11 +1,12 @@
 """Load the shipped catalog into the database. Idempotent: rows already present are kept."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from service.catalog import loaders
+from service.catalog.seed_results import ResultSeedReport, seed_results
 from service.models import Gpu, Price, ScalingProfile, Workload
 from service.schemas.catalog import GpuCreate
 
@@ -16,6 +17,7 @@ class SeedReport:
     workloads: int = 0
     scaling_profiles: int = 0
     prices: int = 0
+    results: ResultSeedReport = field(default_factory=ResultSeedReport)
 
 
 def gpu_row(spec: GpuCreate) -> Gpu:
@@ -88,5 +90,7 @@ def seed(engine: Engine) -> SeedReport:
             if (profile.framework, profile.interconnect, profile.gpu_count) not in known_profiles:
                 session.add(ScalingProfile(**profile.model_dump()))
                 report.scaling_profiles += 1
+        session.flush()
+        report.results = seed_results(session)
         session.commit()
     return report
