@@ -41,8 +41,9 @@ def _fill_availability(session: Session, specs: dict[str, GpuCreate]) -> None:
         session.add(gpu)
 
 
-def seed(engine: Engine) -> SeedReport:
-    """Insert catalog rows missing from the database, in one transaction; never overwrite."""
+def seed(engine: Engine, results: bool = True) -> SeedReport:
+    """Insert catalog rows missing from the database, in one transaction; never overwrite.
+    With `results`, also the measured corpus, through the ingestion gate (seed_results.py)."""
     report = SeedReport()
     with Session(engine) as session:
         known_gpus: dict[str, int] = {
@@ -91,6 +92,7 @@ def seed(engine: Engine) -> SeedReport:
                 session.add(ScalingProfile(**profile.model_dump()))
                 report.scaling_profiles += 1
         session.flush()
-        report.results = seed_results(session)
+        if results:
+            report.results = seed_results(session)
         session.commit()
     return report

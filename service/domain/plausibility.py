@@ -31,9 +31,13 @@ _UNITS_FOR_PRECISION: dict[str, tuple[str, ...]] = {
 }
 
 
+_ALL_UNITS = ("fp32", "tf32_tensor", "fp16_vector", "fp16_tensor", "bf16_tensor", "fp8_tensor", "int8")
+
+
 def peak_tflops(rates: PeakRates, precision: str) -> float:
-    """The highest rate a run at `precision` could reach on this GPU."""
-    units = _UNITS_FOR_PRECISION[precision]
+    """The highest rate a run at `precision` could reach on this GPU. A weight format without
+    its own entry (llama.cpp's q4_k_m ...) may use any unit: the most permissive ceiling."""
+    units = _UNITS_FOR_PRECISION.get(precision, _ALL_UNITS)
     values = [getattr(rates, unit) for unit in units]
     return max(v for v in values if v is not None)
 
