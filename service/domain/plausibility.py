@@ -31,7 +31,15 @@ _UNITS_FOR_PRECISION: dict[str, tuple[str, ...]] = {
 }
 
 
-_ALL_UNITS = ("fp32", "tf32_tensor", "fp16_vector", "fp16_tensor", "bf16_tensor", "fp8_tensor", "int8")
+_ALL_UNITS = (
+    "fp32",
+    "tf32_tensor",
+    "fp16_vector",
+    "fp16_tensor",
+    "bf16_tensor",
+    "fp8_tensor",
+    "int8",
+)
 
 
 def peak_tflops(rates: PeakRates, precision: str) -> float:

@@ -36,7 +36,9 @@ from service.models import Gpu, Workload
 PairKey = tuple[int, str]  # workload_id, precision
 
 
-def _medians(session: Session, rows: Sequence[dict[str, Any]]) -> dict[tuple[int, int, str, int], float]:
+def _medians(
+    session: Session, rows: Sequence[dict[str, Any]]
+) -> dict[tuple[int, int, str, int], float]:
     """Accepted median per group (gpu, workload, precision, count): stored, then the batch's."""
     workload_ids = {r["workload_id"] for r in rows}
     t = AGGREGATE_TABLE
@@ -81,7 +83,12 @@ def check_peers(
         if e is not None:
             per_gpu[(wid, prec)][gid].append(e)
     for row in candidates:
-        gid, wid, prec, count = row["gpu_id"], row["workload_id"], row["precision"], row["gpu_count"]
+        gid, wid, prec, count = (
+            row["gpu_id"],
+            row["workload_id"],
+            row["precision"],
+            row["gpu_count"],
+        )
         if superlinear(row["value"], count, medians.get((gid, wid, prec, 1))):
             row["status"], row["reason"] = "outlier", SUPERLINEAR_SCALING
             continue

@@ -30,8 +30,19 @@ MODEL_WORKLOAD = {
 }
 SKIPPED_MODELS = ("ncf", "maskrcnn")
 META_COLUMNS = ("name_gpu", "", "num_gpu", "watt", "price", "precision")
-PREFIXES = ("LambdaCloud", "Lambda Cloud", "DellTexas", "Dell", "SMC", "1CC", "RAIDZ1", "Linode Cloud")
-_V1 = re.compile(r"^(?:(?P<sys>" + "|".join(PREFIXES) + r")(?:\s+—)?\s+)?(?:(?P<n>\d+)x\s*)?(?P<gpu>.+)$")
+PREFIXES = (
+    "LambdaCloud",
+    "Lambda Cloud",
+    "DellTexas",
+    "Dell",
+    "SMC",
+    "1CC",
+    "RAIDZ1",
+    "Linode Cloud",
+)
+_V1 = re.compile(
+    r"^(?:(?P<sys>" + "|".join(PREFIXES) + r")(?:\s+—)?\s+)?(?:(?P<n>\d+)x\s*)?(?P<gpu>.+)$"
+)
 _V2 = re.compile(r"^(?P<sys>.*?)_?(?P<n>\d+)x(?P<gpu>[A-Z]+\d+_\d+GB(?:_(?:SXM5?|PCIe))?)_.*$")
 
 
@@ -49,7 +60,9 @@ def convert(text: str) -> list[Converted]:
     reader = csv.DictReader(io.StringIO(text.strip()))
     header = reader.fieldnames or []
     if not header or not any(h in MODEL_WORKLOAD for h in header):
-        raise ImportFailed.one(("body",), "not a Lambda benchmark table (no model columns)", "csv_invalid")
+        raise ImportFailed.one(
+            ("body",), "not a Lambda benchmark table (no model columns)", "csv_invalid"
+        )
     name_col = "name_gpu" if "name_gpu" in header else header[0]
     out: list[Converted] = []
     errors = []

@@ -41,7 +41,9 @@ FTYPES: dict[str, str] = {
     "all F32": "f32",
 }
 
-_TYPE = re.compile(r"^(?P<arch>\S+)\s+(?P<size>[\d.]+[A-Za-z]?(?:\.A[\d.]+[A-Za-z]?)?)\s+(?P<ftype>.+)$")
+_TYPE = re.compile(
+    r"^(?P<arch>\S+)\s+(?P<size>[\d.]+[A-Za-z]?(?:\.A[\d.]+[A-Za-z]?)?)\s+(?P<ftype>.+)$"
+)
 
 
 def parse(text: str) -> list[dict[str, Any]]:
@@ -56,7 +58,9 @@ def parse(text: str) -> list[dict[str, Any]]:
             records = [json.loads(line) for line in stripped.splitlines() if line.strip()]
     except json.JSONDecodeError as exc:
         raise ImportFailed.one(
-            ("body",), f"not llama-bench JSON or JSONL: {exc.msg} (line {exc.lineno})", "json_invalid"
+            ("body",),
+            f"not llama-bench JSON or JSONL: {exc.msg} (line {exc.lineno})",
+            "json_invalid",
         ) from None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise ImportFailed.one(("body",), "expected a list of llama-bench tests", "not_a_list")
@@ -91,8 +95,18 @@ def workload_name(record: dict[str, Any], model: str, quant: str) -> str:
 
 
 def _notes(record: dict[str, Any]) -> str:
-    keys = ("stddev_ts", "n_depth", "flash_attn", "type_k", "type_v", "n_batch", "n_ubatch",
-            "split_mode", "test_time", "model_filename")
+    keys = (
+        "stddev_ts",
+        "n_depth",
+        "flash_attn",
+        "type_k",
+        "type_v",
+        "n_batch",
+        "n_ubatch",
+        "split_mode",
+        "test_time",
+        "model_filename",
+    )
     return "llama-bench " + ", ".join(f"{k}={record[k]}" for k in keys if k in record)
 
 
@@ -106,17 +120,25 @@ def convert(text: str) -> list[Converted]:
             value = float(record["avg_ts"])
             names = [n.strip() for n in str(record["gpu_info"]).split(",") if n.strip()]
         except (KeyError, TypeError, ValueError) as exc:
-            errors.append(problem(index, "test", f"unreadable llama-bench test: {exc}", "llama_bench_test"))
+            errors.append(
+                problem(index, "test", f"unreadable llama-bench test: {exc}", "llama_bench_test")
+            )
             continue
         if not names or len(set(names)) > 1:
             errors.append(
-                problem(index, "gpu_info", f"gpu_info {record.get('gpu_info')!r} names no single "
-                        "GPU model (mixed boxes are not one result)", "mixed_devices")
+                problem(
+                    index,
+                    "gpu_info",
+                    f"gpu_info {record.get('gpu_info')!r} names no single "
+                    "GPU model (mixed boxes are not one result)",
+                    "mixed_devices",
+                )
             )
             continue
         commit, build = record.get("build_commit"), record.get("build_number")
-        version = " ".join(str(p) for p in (commit, f"({build})" if build else None,
-                                           record.get("backends")) if p)
+        version = " ".join(
+            str(p) for p in (commit, f"({build})" if build else None, record.get("backends")) if p
+        )
         out.append(
             Converted(
                 index=index,

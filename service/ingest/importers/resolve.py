@@ -36,17 +36,27 @@ def resolve(
         slug, how = devices[row.device]
         if slug is None:
             errors.append(
-                problem(row.index, "gpu_info", f"unmapped device {row.device!r}: {how}",
-                        "unknown_device", device=row.device, suggestions=suggest(row.device, slugs))
+                problem(
+                    row.index,
+                    "gpu_info",
+                    f"unmapped device {row.device!r}: {how}",
+                    "unknown_device",
+                    device=row.device,
+                    suggestions=suggest(row.device, slugs),
+                )
             )
         workload = workloads.get(row.workload)
         if workload is None:
             errors.append(
-                problem(row.index, "workload",
-                        f"no workload '{row.workload}' (from {row.workload_hint!r}); "
-                        "add it to the catalog or post to an existing one",
-                        "unknown_workload", workload=row.workload,
-                        suggestions=suggest(row.workload, workloads)),
+                problem(
+                    row.index,
+                    "workload",
+                    f"no workload '{row.workload}' (from {row.workload_hint!r}); "
+                    "add it to the catalog or post to an existing one",
+                    "unknown_workload",
+                    workload=row.workload,
+                    suggestions=suggest(row.workload, workloads),
+                ),
             )
         if slug is None or workload is None:
             continue
@@ -72,8 +82,12 @@ def resolve(
             continue
         items.append(item)
         provenance.append(
-            {"source": row.source, "importer": importer, "device_string": row.device_string,
-             "system": row.system}
+            {
+                "source": row.source,
+                "importer": importer,
+                "device_string": row.device_string,
+                "system": row.system,
+            }
         )
     if errors:
         raise ImportFailed(errors)
