@@ -7,6 +7,7 @@ system it ran on; `source_key` names the submitter ("seed:<key>") the row is sto
 """
 
 import csv
+import io
 from dataclasses import dataclass
 from importlib import resources
 
@@ -67,7 +68,7 @@ def load_corpus(files: dict[str, str] | None = None) -> list[CorpusRow]:
         path = base / name
         if not path.is_file():
             continue
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows.extend(_row(key, raw) for raw in csv.DictReader(handle))
+        text = path.read_text(encoding="utf-8")
+        rows.extend(_row(key, raw) for raw in csv.DictReader(io.StringIO(text, newline="")))
     rows.sort(key=lambda r: r.gpu_count)
     return rows

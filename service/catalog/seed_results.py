@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from service.auth import create_api_key
@@ -27,6 +28,16 @@ from service.schemas.results import MAX_BATCH, ResultIn
 
 SEED_PREFIX = "seed:"
 
+_IDENTITY_COLUMNS = (
+    "gpu_id",
+    "workload_id",
+    "precision",
+    "gpu_count",
+    "value",
+    "source",
+    "system",
+    "device_string",
+)
 Identity = tuple[int, int, str, int, float, str | None, str | None, str | None]
 
 
@@ -51,19 +62,12 @@ def _submitter(session: Session, source_key: str, keys: dict[str, ApiKey]) -> Ap
 def _stored_identities(session: Session, submitter_ids: list[int]) -> set[Identity]:
     if not submitter_ids:
         return set()
-    rows = session.exec(
-        select(
-            Result.gpu_id,
-            Result.workload_id,
-            Result.precision,
-            Result.gpu_count,
-            Result.value,
-            Result.source,
-            Result.system,
-            Result.device_string,
-        ).where(col(Result.submitter_id).in_(submitter_ids))
+    rows = session.execute(
+        sa_select(*(col(getattr(Result, c)) for c in _IDENTITY_COLUMNS)).where(
+            col(Result.submitter_id).in_(submitter_ids)
+        )
     ).all()
-    return {tuple(r) for r in rows}  # type: ignore[misc]
+    return {tuple(r) for r in rows}
 
 
 def _item(row: CorpusRow) -> ResultIn:
@@ -86,8 +90,10 @@ def seed_results(session: Session, rows: list[CorpusRow] | None = None) -> Resul
     """Store corpus rows not stored yet, in the caller's transaction."""
     report = ResultSeedReport()
     corpus = load_corpus() if rows is None else rows
-    gpus = dict(session.exec(select(Gpu.slug, Gpu.id)).all())
-    workloads = dict(session.exec(select(Workload.slug, Workload.id)).all())
+    gpus: dict[str, int] = {s: i for s, i in session.exec(select(Gpu.slug, Gpu.id)) if i}
+    workloads: dict[str, int] = {
+        s: i for s, i in session.exec(select(Workload.slug, Workload.id)) if i
+    }
     keys = {
         k.name: k
         for k in session.exec(select(ApiKey).where(col(ApiKey.name).startswith(SEED_PREFIX)))

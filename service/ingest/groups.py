@@ -82,7 +82,8 @@ def _stored(session: Session, groups: list[GroupKey]) -> dict[GroupKey, Any]:
 # the same for every batch and psycopg parses it once, however many groups there are.
 _MEMBERS_PG = (
     "SELECT r.id, r.value, r.status, r.status_locked, r.reason, r.gpu_id, r.workload_id,"
-    " r.precision, r.gpu_count FROM result AS r JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
+    " r.precision, r.gpu_count FROM result AS r"
+    " JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
     " AS g(gpu_id, workload_id, precision, gpu_count) USING (gpu_id, workload_id, precision,"
     " gpu_count) WHERE r.status = ANY(%s)"
 )
