@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run migrate seed test lint format clean
+.PHONY: install run migrate seed test lint format clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ run: seed
 
 test: install
 	$(BIN)/pytest
+
+# Headless Chromium for tests/e2e/test_browser.py (Debian packages; nothing downloaded at test time).
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium present"; \
+	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 
 lint: install
 	$(BIN)/ruff check .

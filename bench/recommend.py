@@ -57,7 +57,7 @@ from service.catalog.seed import seed
 from service.core.db import make_engine
 from service.core.migrations import upgrade
 from service.domain.estimate import GpuPerf, roofline_prior
-from service.domain.estimate import Workload as EstWorkload
+from service.domain.estimate import WorkloadShape as EstWorkload
 from service.domain.plausibility import peak_tflops
 from service.models import Gpu, Price, Workload
 

@@ -191,6 +191,31 @@ def recommend(
     typer.echo(render_recommendations(response.json()))
 
 
+@app.command()
+def fit(
+    model: str = typer.Option(..., help="Model slug (GET /models)."),
+    task: str = typer.Option("inference", help="inference | full-finetune | lora | qlora"),
+    quant: str | None = typer.Option(None, help="Weight format (default bf16; nf4 for qlora)."),
+    context: int | None = typer.Option(None, min=1, help="Tokens per sequence."),
+    batch: int = typer.Option(1, min=1),
+    max_gpus: int = typer.Option(8, min=1, max=64),
+) -> None:
+    """Print a model's memory breakdown and which catalog GPUs, and how many, hold it."""
+    from service.core.errors import UnknownSlug
+    from service.fit import ask_from_options, render_fit
+
+    try:
+        ask = ask_from_options(model, task, quant, context, batch)
+    except UnknownSlug as exc:
+        hint = f"; did you mean {', '.join(exc.suggestions)}?" if exc.suggestions else ""
+        typer.echo(f"{exc.detail}{hint}", err=True)
+        raise typer.Exit(2) from None
+    except ValueError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    typer.echo(render_fit(ask, max_gpus))
+
+
 def render_recommendations(body: dict[str, Any]) -> str:
     """A plain-text table of a /recommend answer."""
     head = (

@@ -13,15 +13,19 @@ from service.api import (
     admin_catalog,
     agent,
     calibrations,
+    compare,
     gpus,
     health,
     hosts,
     keys,
+    memory,
+    models,
     rankings,
     recommend,
     results,
     workloads,
 )
+from service.api.web import pages as web_pages
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
 from service.core.middleware import BodySizeLimit, RejectNulInUrl
@@ -68,14 +72,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         health,
         gpus,
         workloads,
+        models,
+        memory,
         rankings,
         recommend,
+        compare,
         admin_catalog,
         results,
         keys,
         hosts,
         agent,
         calibrations,
+        web_pages,
     )
     for module in routers:
         app.include_router(module.router)

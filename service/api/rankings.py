@@ -7,9 +7,14 @@ from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
+from service.api.memory import ask_for
 from service.domain.vocabulary import ConditionChoice, Precision
+from service.read_model import llm as llm_rows
 from service.read_model.rows import RankingSort
+from service.schemas.common import Problem
+from service.schemas.llm import TaskName
 from service.schemas.rankings import RankingItem, Rankings
+from service.schemas.tco import CostQuery
 
 router = APIRouter(tags=["rankings"])
 CSV_COLUMNS = columns_for(RankingItem)
@@ -18,20 +23,45 @@ CSV_COLUMNS = columns_for(RankingItem)
 @router.get(
     "/rankings",
     response_model=Rankings,
-    responses={200: {"content": {"text/csv": {}}}},
+    responses={200: {"content": {"text/csv": {}}}, 404: {"model": Problem}},
     summary="Rank GPUs for a workload by throughput or throughput per dollar",
 )
 async def rankings(
     request: Request,
     read_model: ReadModelDep,
+    costs: Annotated[CostQuery, Query()],
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
     sort: RankingSort = "performance",
     min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
     condition: ConditionChoice = "any",
     format: Format | None = None,
+    model: Annotated[str | None, Query(max_length=64, description="Model slug")] = None,
+    task: TaskName = "inference",
+    quant: Annotated[str | None, Query(max_length=32)] = None,
+    context: Annotated[int | None, Query(ge=1, le=10_000_000)] = None,
+    batch: Annotated[int, Query(ge=1, le=4096)] = 1,
+    max_gpus: Annotated[int, Query(ge=1, le=8)] = 8,
+    framework: Annotated[str, Query(pattern=r"^[a-z0-9_.+-]+$", max_length=32)] = "pytorch",
 ) -> Response:
-    read = await read_model.rankings(workload, precision, condition, min_memory_gb, sort)
+    if model is not None:
+        return await _llm_rankings(
+            request,
+            read_model,
+            model,
+            task,
+            quant,
+            context,
+            batch,
+            max_gpus,
+            framework,
+            condition,
+            sort,
+            format,
+        )
+    read = await read_model.rankings(
+        workload, precision, condition, min_memory_gb, sort, costs.settings()
+    )
     if wants_csv(request, format):
         as_csv = csv_response((r.model_dump(mode="json") for r in read.rows), CSV_COLUMNS)
         return read_model.stored(request.scope, read, as_csv)
@@ -46,3 +76,39 @@ async def rankings(
     # Built and validated above: serialize once, skipping FastAPI's second validation pass.
     as_json = Response(answer.model_dump_json(), media_type="application/json")
     return read_model.stored(request.scope, read, as_json)
+
+
+async def _llm_rankings(
+    request: Request,
+    read_model: ReadModelDep,
+    model: str,
+    task: TaskName,
+    quant: str | None,
+    context: int | None,
+    batch: int,
+    max_gpus: int,
+    framework: str,
+    condition: ConditionChoice,
+    sort: RankingSort,
+    format: Format | None,
+) -> Response:
+    """Every GPU's fewest-GPU configuration that fits the model, by tokens/s (or per dollar)."""
+    ask = ask_for(model, task, quant, context, batch)
+    data = await llm_rows.read(read_model.engine, read_model.settings, condition)
+    rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort)
+    if wants_csv(request, format):
+        return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
+    answer = Rankings(
+        items=rows,
+        workload=f"{ask.model.slug}:{ask.task}",
+        precision=llm_rows.precision_of(ask.quant),
+        unit=llm_rows.UNIT,
+        sort=sort,
+        reference_gpu=read_model.settings.reference_gpu,
+        model=ask.model.slug,
+        task=ask.task,
+        quant=ask.quant.name,
+        context=ask.context,
+        batch=ask.batch,
+    )
+    return Response(answer.model_dump_json(), media_type="application/json")

@@ -23,6 +23,18 @@ class ScalingProfileSeed(BaseModel):
     source: str = Field(min_length=1)
 
 
+class PlatformSeed(BaseModel):
+    """A row of platforms.csv: what the box around `gpu_count` GPUs costs (see PRICES.md)."""
+
+    gpu_count: int = Field(ge=1, le=64)
+    host_usd: float | None = Field(None, ge=0)
+    psu_w: float | None = Field(None, gt=0)
+    psu_usd: float | None = Field(None, ge=0)
+    chassis_usd: float | None = Field(None, ge=0)
+    source: str = Field(min_length=1, max_length=1024)
+    observed_at: date | None = None
+
+
 @dataclass(frozen=True)
 class LaunchPrice:
     gpu: str
@@ -66,7 +78,8 @@ def load_launch_prices() -> list[LaunchPrice]:
 
 
 def load_workloads() -> list[WorkloadCreate]:
-    rows = _rows("workloads.csv")
+    """workloads.csv, then llm_workloads.csv (one per model + quant + phase + token count)."""
+    rows = _rows("workloads.csv") + _rows("llm_workloads.csv")
     for row in rows:
         row["memory_bound"] = (row.get("memory_bound") or "false").lower() == "true"
         row["description"] = row.get("description") or ""
@@ -78,3 +91,11 @@ def load_workloads() -> list[WorkloadCreate]:
 
 def load_scaling_profiles() -> list[ScalingProfileSeed]:
     return [ScalingProfileSeed.model_validate(row) for row in _rows("scaling_profiles.csv")]
+
+
+def load_platforms() -> list[PlatformSeed]:
+    """platforms.csv (the `note` column is documentation, not stored)."""
+    return [
+        PlatformSeed.model_validate({k: v for k, v in row.items() if k != "note"})
+        for row in _rows("platforms.csv")
+    ]

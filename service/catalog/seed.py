@@ -7,7 +7,7 @@ from sqlmodel import Session, select
 
 from service.catalog import loaders
 from service.catalog.seed_results import ResultSeedReport, seed_results
-from service.models import Gpu, Price, ScalingProfile, Workload
+from service.models import Gpu, Platform, Price, ScalingProfile, Workload
 from service.schemas.catalog import GpuCreate
 
 
@@ -17,6 +17,7 @@ class SeedReport:
     workloads: int = 0
     scaling_profiles: int = 0
     prices: int = 0
+    platforms: int = 0
     results: ResultSeedReport = field(default_factory=ResultSeedReport)
 
 
@@ -91,6 +92,12 @@ def seed(engine: Engine, results: bool = True) -> SeedReport:
             if (profile.framework, profile.interconnect, profile.gpu_count) not in known_profiles:
                 session.add(ScalingProfile(**profile.model_dump()))
                 report.scaling_profiles += 1
+
+        known_platforms = set(session.exec(select(Platform.gpu_count)).all())
+        for platform in loaders.load_platforms():
+            if platform.gpu_count not in known_platforms:
+                session.add(Platform(**platform.model_dump()))
+                report.platforms += 1
         session.flush()
         if results:
             report.results = seed_results(session)

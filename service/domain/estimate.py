@@ -24,6 +24,25 @@ DEFAULT_BAND = 0.5
 PRIOR_COMPUTE_UTILISATION = 0.35
 PRIOR_BANDWIDTH_UTILISATION = 0.6
 BYTES_PER_PARAM = {"fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0}
+# Weight formats: bits_per_weight / 8 from service/catalog/quantizations.csv (a test holds
+# them equal), so a decode prior for a q4_k_m workload streams 0.6 bytes per param, not 2.
+BYTES_PER_PARAM.update(
+    {
+        "int4": 4.156 / 8,
+        "fp4": 4.5 / 8,
+        "nf4": 4.127 / 8,
+        "nvfp4": 4.5 / 8,
+        "mxfp4": 4.25 / 8,
+        "awq": 4.156 / 8,
+        "gptq": 4.156 / 8,
+        "q8_0": 8.5 / 8,
+        "q6_k": 6.56 / 8,
+        "q5_k_m": 5.66 / 8,
+        "q4_k_m": 4.82 / 8,
+        "q4_k_s": 4.58 / 8,
+        "q4_0": 4.55 / 8,
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,13 @@
-"""Physics gate: a result cannot beat the GPU's peak arithmetic rate for its precision."""
+"""Physics gate: a result cannot beat the GPU's peak arithmetic rate for its precision.
+
+A weight format (q4_k_m, nf4, awq...) is judged at the rate its matmuls run at,
+vocabulary.COMPUTE_PRECISION (the same table the estimators use). fp4: the catalog has no FP4
+column yet, so an fp4 run's ceiling is the fastest unit it certainly has (fp8 and below).
+"""
 
 from dataclasses import dataclass
+
+from service.domain.vocabulary import COMPUTE_PRECISION
 
 PEAK_TOLERANCE = 1.05
 
@@ -28,24 +35,14 @@ _UNITS_FOR_PRECISION: dict[str, tuple[str, ...]] = {
     "bf16": ("fp32", "tf32_tensor", "fp16_vector", "bf16_tensor"),
     "fp8": ("fp32", "tf32_tensor", "fp16_vector", "fp16_tensor", "bf16_tensor", "fp8_tensor"),
     "int8": ("fp32", "tf32_tensor", "fp16_vector", "fp16_tensor", "bf16_tensor", "int8"),
+    "fp4": ("fp32", "tf32_tensor", "fp16_vector", "fp16_tensor", "bf16_tensor", "fp8_tensor"),
 }
 
 
-_ALL_UNITS = (
-    "fp32",
-    "tf32_tensor",
-    "fp16_vector",
-    "fp16_tensor",
-    "bf16_tensor",
-    "fp8_tensor",
-    "int8",
-)
-
-
 def peak_tflops(rates: PeakRates, precision: str) -> float:
-    """The highest rate a run at `precision` could reach on this GPU. A weight format without
-    its own entry (llama.cpp's q4_k_m ...) may use any unit: the most permissive ceiling."""
-    units = _UNITS_FOR_PRECISION.get(precision, _ALL_UNITS)
+    """The highest rate a run at `precision` (or a weight format's compute precision) could
+    reach on this GPU."""
+    units = _UNITS_FOR_PRECISION[COMPUTE_PRECISION.get(precision, precision)]
     values = [getattr(rates, unit) for unit in units]
     return max(v for v in values if v is not None)
 

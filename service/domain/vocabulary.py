@@ -8,8 +8,54 @@ m +- 1.4826 d (1.4826 x MAD estimates the standard deviation of normally distrib
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+Precision = Literal[
+    "fp32",
+    "tf32",
+    "fp16",
+    "bf16",
+    "fp8",
+    "int8",
+    # LLM weight formats (service/catalog/quantizations.csv, by name or alias of <= 8 chars):
+    "int4",
+    "fp4",
+    "nf4",
+    "nvfp4",
+    "mxfp4",
+    "awq",
+    "gptq",
+    "q8_0",
+    "q6_k",
+    "q5_k_m",
+    "q4_k_m",
+    "q4_k_s",
+    "q4_0",
+]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+# The arithmetic each precision's matmuls run at: the one table the physics gate
+# (plausibility.peak_tflops) and the estimators read a compute rate through. For weight formats
+# it is quantizations.csv's compute_precision (a test holds the two equal): GGUF and W4A16
+# formats dequantize into fp16 matmuls, NF4 into bf16, NVFP4/MXFP4 run fp4.
+COMPUTE_PRECISION: dict[str, str] = {
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "fp16": "fp16",
+    "bf16": "bf16",
+    "fp8": "fp8",
+    "int8": "int8",
+    "int4": "fp16",
+    "fp4": "fp4",
+    "nf4": "bf16",
+    "nvfp4": "fp4",
+    "mxfp4": "fp4",
+    "awq": "fp16",
+    "gptq": "fp16",
+    "q8_0": "fp16",
+    "q6_k": "fp16",
+    "q5_k_m": "fp16",
+    "q4_k_m": "fp16",
+    "q4_k_s": "fp16",
+    "q4_0": "fp16",
+}
 Basis = Literal["measured", "estimated"]  # a measured median, or a model's estimate
 Mode = Literal["parallel", "independent"]  # one job over n GPUs, or n jobs at once
 Role = Literal["submitter", "admin"]

@@ -12,10 +12,11 @@ from starlette.types import Scope
 from service.catalog.lookup import workload_by_slug
 from service.core.errors import InvalidInput, UnknownSlug
 from service.core.settings import Settings
+from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Workload
 from service.read_model.answer_cache import AnswerCache
-from service.read_model.rows import RankingSort, ranking_rows, recommendation_rows
+from service.read_model.rows import RankingSort, RecommendSort, ranking_rows, recommendation_rows
 from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
 from service.read_model.snapshot_cache import SnapshotCache
 from service.schemas.rankings import RankingItem, Recommendation
@@ -106,10 +107,11 @@ class ReadModel:
         condition: ConditionChoice,
         min_memory_gb: float | None,
         sort: RankingSort,
+        costs: CostSettings | None = None,
     ) -> Rows[RankingItem]:
         key, snapshot = await self._snapshot_for(workload, precision, condition)
         min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
-        return Rows(key, snapshot, ranking_rows(snapshot, min_memory, sort), min_memory)
+        return Rows(key, snapshot, ranking_rows(snapshot, min_memory, sort, costs), min_memory)
 
     async def recommendations(
         self,
@@ -122,11 +124,14 @@ class ReadModel:
         framework: str,
         max_gpus: int,
         limit: int,
+        costs: CostSettings | None = None,
+        max_power_w: float | None = None,
+        sort: RecommendSort = "performance",
     ) -> Rows[Recommendation]:
         key, snapshot = await self._snapshot_for(workload, precision, condition)
         min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
         rows, hint = recommendation_rows(
-            snapshot, budget, min_memory, mode, framework, max_gpus, limit
+            snapshot, budget, min_memory, mode, framework, max_gpus, limit, costs, max_power_w, sort
         )
         return Rows(key, snapshot, rows, min_memory, hint)
 

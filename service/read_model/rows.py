@@ -13,11 +13,14 @@ from service.domain.recommend import (
     why,
     within_budget,
 )
+from service.domain.tco import CostSettings
 from service.domain.vocabulary import Mode
+from service.read_model.costing import costed, fits_power
 from service.read_model.snapshot import Snapshot
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
-RankingSort = Literal["performance", "perf_per_dollar"]
+RankingSort = Literal["performance", "perf_per_dollar", "tco"]
+RecommendSort = Literal["performance", "tco"]
 
 
 def price_info(candidate: Candidate) -> PriceInfo | None:
@@ -27,8 +30,14 @@ def price_info(candidate: Candidate) -> PriceInfo | None:
     return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
 
 
-def ranking_rows(snapshot: Snapshot, min_memory_gb: float, sort: RankingSort) -> list[RankingItem]:
-    """Every GPU with at least `min_memory_gb`, ranked by `sort` (ties by slug)."""
+def ranking_rows(
+    snapshot: Snapshot,
+    min_memory_gb: float,
+    sort: RankingSort,
+    costs: CostSettings | None = None,
+) -> list[RankingItem]:
+    """Every GPU with at least `min_memory_gb`, ranked by `sort` (ties by slug); with `costs`,
+    priced rows carry cost of ownership of one GPU (sort=tco: cheapest per unit of work)."""
     rows = []
     for c in snapshot.candidates:
         if c.memory_gb < min_memory_gb:
@@ -53,7 +62,15 @@ def ranking_rows(snapshot: Snapshot, min_memory_gb: float, sort: RankingSort) ->
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
             )
         )
-    if sort == "performance":
+        if costs is not None and c.price is not None:
+            cost = costed(snapshot, c.slug, c.price.usd, 1, c.tdp_w, e.value, costs)
+            for name, value in cost.fields().items():
+                setattr(rows[-1], name, value)
+    if sort == "tco":
+        rows.sort(
+            key=lambda r: (r.cost_per_million_units is None, r.cost_per_million_units or 0, r.gpu)
+        )
+    elif sort == "performance":
         rows.sort(key=lambda r: (-r.throughput, r.gpu))
     else:
         rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
@@ -70,12 +87,51 @@ def recommendation_rows(
     framework: str,
     max_gpus: int,
     limit: int,
+    costs: CostSettings | None = None,
+    max_power_w: float | None = None,
+    sort: RecommendSort = "performance",
 ) -> tuple[list[Recommendation], str | None]:
-    """The best configurations within `budget`, and a hint when none fits."""
+    """The best configurations within `budget` (and `max_power_w`), and a hint when none fits.
+    With `costs` each carries its cost of ownership; sort=tco ranks by cost per unit of work."""
     ranked = snapshot.ranked_configurations(mode, framework, max_gpus)
-    chosen = within_budget(ranked, budget, min_memory_gb, limit)
-    items = [_recommendation(c, rank, snapshot, budget) for rank, c in enumerate(chosen, 1)]
+    if costs is not None and max_power_w is not None:
+        ranked = [c for c in ranked if fits_power(c.candidate.tdp_w, c.count, costs, max_power_w)]
+    if costs is None or sort != "tco":
+        chosen = within_budget(ranked, budget, min_memory_gb, limit)
+        items = [_recommendation(c, rank, snapshot, budget) for rank, c in enumerate(chosen, 1)]
+        if costs is not None:
+            items = [_with_costs(i, snapshot, costs) for i in items]
+        return items, None if items else _hint(snapshot, budget, min_memory_gb)
+    fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1)
+    all_items = [
+        _with_costs(_recommendation(c, rank, snapshot, budget), snapshot, costs)
+        for rank, c in enumerate(fitting, 1)
+    ]
+    all_items.sort(
+        key=lambda r: (
+            r.cost_per_million_units is None,
+            r.cost_per_million_units or 0,
+            -r.throughput,
+            r.gpu,
+        )
+    )
+    items = all_items[:limit]
+    for rank, item in enumerate(items, 1):
+        item.rank = rank
+        item.why = f"#{rank} by cost of ownership per unit of work; " + item.why
     return items, None if items else _hint(snapshot, budget, min_memory_gb)
+
+
+def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -> Recommendation:
+    """`item` with its cost-of-ownership fields, and their account appended to `why`."""
+    per_gpu_w = item.tdp_w / item.count if item.tdp_w is not None else None
+    cost = costed(
+        snapshot, item.gpu, item.total_price_usd, item.count, per_gpu_w, item.throughput, costs
+    )
+    for name, value in cost.fields().items():
+        setattr(item, name, value)
+    item.why = f"{item.why} {cost.sentence()}".strip()
+    return item
 
 
 def _recommendation(

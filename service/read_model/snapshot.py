@@ -21,6 +21,7 @@ from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
+from service.read_model.ownership import OwnershipData, load_ownership
 
 
 class SnapshotKey(NamedTuple):
@@ -42,6 +43,7 @@ class Snapshot:
     measured_multi: dict[tuple[str, int], est.Measurement]
     profiles: dict[ProfileKey, float]
     reference: Candidate | None
+    ownership: OwnershipData = field(default_factory=OwnershipData)  # for cost of ownership
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
@@ -154,5 +156,11 @@ def build_snapshot(
     }
     by_slug = {c.slug: c for c in candidates}
     return Snapshot(
-        workload, precision, candidates, measured_multi, profiles, by_slug.get(reference_slug)
+        workload,
+        precision,
+        candidates,
+        measured_multi,
+        profiles,
+        by_slug.get(reference_slug),
+        ownership=load_ownership(session, today, max_price_age_days),
     )

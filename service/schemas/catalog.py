@@ -137,6 +137,9 @@ class WorkloadCreate(Input):
     min_memory_gb: NonNegative = 0.0
     memory_bound: bool = False
     source: str = Field("", max_length=1024)
+    model: str | None = Field(None, max_length=64, description="LLM model slug (GET /models)")
+    quant: str | None = Field(None, max_length=16, description="LLM weight format")
+    phase: Literal["prefill", "decode", "train"] | None = None
 
 
 class WorkloadRead(WorkloadCreate):

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+SLUG_PATTERN = r"^[a-z0-9]+([-_][a-z0-9]+)*$"  # "_" for weight formats: llama-3-8b-q4_k_m-tg512
 Slug = Annotated[str, Field(min_length=2, max_length=64, pattern=SLUG_PATTERN)]
 
 

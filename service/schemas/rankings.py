@@ -31,6 +31,29 @@ class RankingItem(BaseModel):
     relative_performance: float | None = Field(description="Reference GPU = 1.0.")
     price: PriceInfo | None
     perf_per_dollar: float | None = Field(description="Throughput per USD of the current price.")
+    draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
+    energy_kwh: float | None = Field(None, description="Over the horizon.")
+    energy_usd: float | None = None
+    platform_usd: float | None = Field(None, description="Host, PSU, chassis (sourced or given).")
+    resale_usd: float | None = None
+    tco_usd: float | None = Field(None, description="price + platform + energy - resale.")
+    cost_per_million_units: float | None = Field(
+        None, description="tco_usd per million `unit` of work over the horizon."
+    )
+    break_even_hours: float | None = Field(
+        None, description="Hours of use after which buying beats the cheapest cloud offer."
+    )
+    # LLM asks (model=...): how many GPUs the model is split over and the room left.
+    count: int = Field(1, description="GPUs the model is split over (tensor-parallel memory).")
+    memory_needed_gb: float | None = Field(
+        None, description="Per GPU, GB (1e9 bytes), from the /memory breakdown."
+    )
+    headroom_context: int | None = Field(
+        None, description="Largest context that still fits at the asked batch."
+    )
+    headroom_batch: int | None = Field(
+        None, description="Largest batch that still fits at the asked context."
+    )
 
 
 class Rankings(BaseModel):
@@ -39,8 +62,15 @@ class Rankings(BaseModel):
     workload: str
     precision: Precision
     unit: str
-    sort: Literal["performance", "perf_per_dollar"]
+    sort: Literal["performance", "perf_per_dollar", "tco"]
     reference_gpu: str
+    # Echo of an LLM ask (model=...); null for a fixed workload.
+    model: str | None = None
+    task: str | None = None
+    quant: str | None = None
+    context: int | None = None
+    batch: int | None = None
+    min_tokens_per_s: float | None = None
 
 
 class Recommendation(BaseModel):
@@ -65,6 +95,27 @@ class Recommendation(BaseModel):
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
     scaling_basis: str = Field(description="single | independent | profile:<fw>/<link> | measured")
     why: str
+    draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
+    energy_kwh: float | None = Field(None, description="Over the horizon.")
+    energy_usd: float | None = None
+    platform_usd: float | None = Field(None, description="Host, PSU, chassis (sourced or given).")
+    resale_usd: float | None = None
+    tco_usd: float | None = Field(None, description="price + platform + energy - resale.")
+    cost_per_million_units: float | None = Field(
+        None, description="tco_usd per million `unit` of work over the horizon."
+    )
+    break_even_hours: float | None = Field(
+        None, description="Hours of use after which buying beats the cheapest cloud offer."
+    )
+    memory_needed_gb: float | None = Field(
+        None, description="LLM asks: per GPU, GB (1e9 bytes), from the /memory breakdown."
+    )
+    headroom_context: int | None = Field(
+        None, description="LLM asks: largest context that still fits at the asked batch."
+    )
+    headroom_batch: int | None = Field(
+        None, description="LLM asks: largest batch that still fits at the asked context."
+    )
 
 
 class Recommendations(BaseModel):
@@ -80,3 +131,10 @@ class Recommendations(BaseModel):
     condition: ConditionChoice
     reference_gpu: str
     hint: str | None = Field(None, description="When nothing fits: what would.")
+    # Echo of an LLM ask (model=...); null for a fixed workload.
+    model: str | None = None
+    task: str | None = None
+    quant: str | None = None
+    context: int | None = None
+    batch: int | None = None
+    min_tokens_per_s: float | None = None

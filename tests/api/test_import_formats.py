@@ -31,9 +31,9 @@ def _post(client, keys, name, fmt="llama-bench", text=None):
 
 
 def test_unmatched_workload_is_422_naming_it(client, keys):
-    r = _post(client, keys, "rtx4090.json")
+    r = _post(client, keys, "rtx4080_legacy_b5163.json")
     assert r.status_code == 422
-    assert "llama-3-8b-q4_k_m-pp512" in r.text
+    assert "qwen2-7b-q4_k_m-pp512" in r.text
 
 
 def test_llama_bench_fixture_is_stored_and_garbage_is_not_accepted(client, keys, db, monkeypatch):

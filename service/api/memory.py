@@ -1,0 +1,136 @@
+"""GET /memory: what a model needs per GPU to run or fine-tune, term by term.
+
+Pure arithmetic over the shipped catalog (service/domain/memory.py has the formulas and their
+sources); no database read. Unknown model: 404 with suggestions (the model is what is asked
+about); other bad input: 422 naming the parameter.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from service.catalog import llm
+from service.core.errors import InvalidInput, UnknownSlug
+from service.domain import llm_fit, memory
+from service.schemas.common import Problem
+from service.schemas.llm import MemoryAnswer, OptimizerName, TaskName
+
+router = APIRouter(tags=["memory"])
+
+
+class MemoryQuery(BaseModel):
+    model: str = Field(min_length=1, max_length=64, description="Model slug (GET /models).")
+    task: TaskName = "inference"
+    quant: str | None = Field(
+        None,
+        max_length=32,
+        description="Weight format by name or alias (bf16, fp8, int8, q4_k_m, awq, nf4...); "
+        "default bf16, nf4 for qlora.",
+    )
+    context: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="Tokens per sequence (default 4096 or the model's max).",
+    )
+    batch: int = Field(1, ge=1, le=4096, description="Sequences at once.")
+    gpus: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs the model is split over.")
+    optimizer: OptimizerName = "adamw"
+    lora_rank: int = Field(16, ge=1, le=4096)
+    gradient_checkpointing: bool = True
+    kv_bits: int = Field(16, ge=4, le=32, description="KV cache bits per value (16: fp16).")
+
+
+DEFAULT_CONTEXT = 4096
+
+
+def resolve(
+    model_slug: str, quant_name: str | None, task: str, context: int | None
+) -> tuple[memory.ModelSpec, memory.Quantization, int]:
+    """The model (UnknownSlug -> 404), format (422 naming `quant`) and context a query names."""
+    spec = llm.model(model_slug)
+    context = min(DEFAULT_CONTEXT, spec.max_context) if context is None else context
+    name = quant_name or memory.DEFAULT_QUANT[task]
+    try:
+        quant = llm.quantization(name)
+    except UnknownSlug as exc:
+        raise InvalidInput.one(
+            ("query", "quant"), exc.detail, "unknown_quant", suggestions=exc.suggestions
+        ) from None
+    if context > spec.max_context:
+        raise InvalidInput.one(
+            ("query", "context"),
+            f"{spec.slug} supports at most {spec.max_context} tokens of context",
+            "context_too_long",
+        )
+    return spec, quant, context
+
+
+def ask_for(
+    model_slug: str,
+    task: str,
+    quant_name: str | None,
+    context: int | None,
+    batch: int,
+    **options: Any,
+) -> llm_fit.Ask:
+    """The LLM ask of /recommend and /rankings; a format the task cannot use is a 422."""
+    spec, quant, ctx = resolve(model_slug, quant_name, task, context)
+    ask = llm_fit.Ask(spec, task, quant, ctx, batch, **options)  # type: ignore[arg-type]
+    try:
+        ask.breakdown(1)
+    except ValueError as exc:
+        raise InvalidInput.one(("query", "quant"), str(exc), "quant_for_task") from None
+    return ask
+
+
+def breakdown(
+    q: MemoryQuery,
+) -> tuple[memory.ModelSpec, memory.Quantization, memory.MemoryBreakdown]:
+    spec, quant, context = resolve(q.model, q.quant, q.task, q.context)
+    try:
+        result = memory.memory_breakdown(
+            spec,
+            q.task,
+            quant,
+            context=context,
+            batch=q.batch,
+            gpus=q.gpus,
+            optimizer=q.optimizer,
+            gradient_checkpointing=q.gradient_checkpointing,
+            lora_rank=q.lora_rank,
+            kv_bits=q.kv_bits,
+        )
+    except ValueError as exc:  # a format the task cannot train
+        raise InvalidInput.one(("query", "quant"), str(exc), "quant_for_task") from None
+    return spec, quant, result
+
+
+@router.get(
+    "/memory",
+    response_model=MemoryAnswer,
+    responses={404: {"model": Problem}},
+    summary="Memory per GPU to run or fine-tune a model: weights, KV cache, activations, "
+    "gradients, optimizer, adapters, overhead",
+)
+def get_memory(q: Annotated[MemoryQuery, Query()]) -> MemoryAnswer:
+    spec, quant, result = breakdown(q)
+    terms = result.as_gb()
+    context = q.context or min(DEFAULT_CONTEXT, spec.max_context)
+    return MemoryAnswer(
+        model=spec.slug,
+        task=q.task,
+        quant=quant.name,
+        bits_per_weight=quant.bits_per_weight,
+        context=context,
+        batch=q.batch,
+        gpus=q.gpus,
+        optimizer=q.optimizer,
+        lora_rank=q.lora_rank,
+        gradient_checkpointing=q.gradient_checkpointing,
+        kv_bits=q.kv_bits,
+        total_all_gpus_gb=round(result.total_gb * q.gpus, 3),
+        trainable_params=result.trainable_params,
+        **terms,
+    )

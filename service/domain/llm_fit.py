@@ -1,0 +1,223 @@
+"""Which GPU configurations fit a language model, how fast they run it, and how they rank.
+
+Pure functions: no I/O (the read model passes GPUs, measurements and prices in).
+
+Fit: the fewest tensor-parallel GPUs on which memory.memory_breakdown's per-GPU total fits
+(memory.gpus_needed). A catalog `memory_gb` is the vendor's figure, which for GPU memory is
+binary (a "24 GB" RTX 4090 has 24 GiB = 25.8e9 bytes), so capacity = memory_gb x 2^30 bytes.
+
+Throughput, tokens/s, by the best basis available:
+1. measured: the median of accepted results of this model (or one of the same shape, e.g.
+   Llama 3 8B for Llama 3.1 8B) and format, on this GPU and count, at the benchmark token
+   count nearest the asked context;
+2. roofline x learned efficiency. Decode is bandwidth-bound: tokens/s = e x bandwidth x batch /
+   (weight bytes read per step + KV bytes read), weight bytes = all weights x active/total
+   params for mixture-of-experts, KV = kv bytes/token x context x batch; capped by the compute
+   roofline. Prefill and training are compute-bound: tokens/s = e x peak rate of the format's
+   compute precision (vocabulary.COMPUTE_PRECISION) / memory.flops_per_token. The efficiency e
+   is the median of measured / roofline over every measured GPU of that phase (any LLM), and
+   its log spread (1.4826 x MAD) sizes the band; with no measurement e is estimate.py's stated
+   prior (0.6 of bandwidth, 0.35 of peak) and the band is +-50%.
+Several GPUs: decode and prefill run the model split over them (llama.cpp layer split in the
+measured corpus; no data-parallel speedup), so the N-GPU rate is the one-GPU roofline times
+the median measured N-GPU / 1-GPU ratio of the same workload and GPU (1.0, no speedup, when
+nothing is measured). Training over N GPUs uses the framework's scaling profile.
+
+Ranking: throughput first; configurations whose values lie inside each other's bands form a
+tier, and inside a tier more headroom (largest batch, then context, that still fits) ranks
+first; equal headroom keeps throughput order, then the lower price. Tiers are formed among
+the configurations that are offered (within budget), led by the fastest left.
+"""
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from service.domain import memory
+from service.domain.estimate import (
+    DEFAULT_BAND,
+    PRIOR_BANDWIDTH_UTILISATION,
+    PRIOR_COMPUTE_UTILISATION,
+)
+from service.domain.vocabulary import MAD_TO_SIGMA
+
+GIB = 2**30
+MIN_LOG_BAND = math.log1p(0.1)  # a band learned from few GPUs is never narrower than +-10%
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What the user asks to run: the model, task, format and shape."""
+
+    model: memory.ModelSpec
+    task: memory.Task
+    quant: memory.Quantization
+    context: int
+    batch: int = 1
+    optimizer: memory.Optimizer = "adamw"
+    lora_rank: int = 16
+    gradient_checkpointing: bool = True
+
+    @property
+    def phase(self) -> memory.Phase:
+        return "decode" if self.task == "inference" else "train"
+
+    def memory_kwargs(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "quant": self.quant,
+            "optimizer": self.optimizer,
+            "lora_rank": self.lora_rank,
+            "gradient_checkpointing": self.gradient_checkpointing,
+        }
+
+    def breakdown(self, gpus: int = 1) -> memory.MemoryBreakdown:
+        return memory.memory_breakdown(
+            self.model,
+            context=self.context,
+            batch=self.batch,
+            gpus=gpus,
+            **self.memory_kwargs(),
+        )
+
+
+def capacity_gb(memory_gb: float) -> float:
+    """Catalog memory_gb (binary, as vendors count GPU memory) in GB of 1e9 bytes."""
+    return memory_gb * GIB / 1e9
+
+
+@dataclass(frozen=True)
+class Headroom:
+    max_context: int | None  # at the asked batch
+    max_batch: int | None  # at the asked context
+
+
+def gpus_needed(ask: Ask, memory_gb: float, max_gpus: int) -> int | None:
+    return memory.gpus_needed(
+        ask.model,
+        capacity_gb(memory_gb),
+        max_gpus,
+        context=ask.context,
+        batch=ask.batch,
+        **ask.memory_kwargs(),
+    )
+
+
+def headroom(ask: Ask, memory_gb: float, gpus: int) -> Headroom:
+    cap = capacity_gb(memory_gb)
+    kwargs = {**ask.memory_kwargs(), "gpus": gpus}
+    return Headroom(
+        memory.max_context_that_fits(ask.model, cap, batch=ask.batch, **kwargs),
+        memory.max_batch_that_fits(ask.model, cap, context=ask.context, **kwargs),
+    )
+
+
+# ---------------------------------------------------------------- rooflines
+
+
+def decode_bytes_per_step(
+    model: memory.ModelSpec, quant: memory.Quantization, context: float, batch: int
+) -> float:
+    """Bytes one decode step reads: the weights a token runs through, plus every sequence's KV."""
+    weights = memory.weight_bytes(model, quant) * model.active_params_b / model.params_b
+    return weights + memory.kv_cache_bytes_per_token(model) * context * batch
+
+
+def roofline_tokens_per_s(
+    model: memory.ModelSpec,
+    quant: memory.Quantization,
+    phase: memory.Phase,
+    context: float,
+    batch: int,
+    bandwidth_gbs: float,
+    peak_tflops: float,
+) -> float:
+    """Tokens/s at 100% of bandwidth (decode, capped by compute) or of peak (prefill, train)."""
+    flops = memory.flops_per_token(model, phase, int(context))
+    compute = peak_tflops * 1e12 / flops
+    if phase != "decode":
+        return compute
+    bandwidth = bandwidth_gbs * 1e9 * batch / decode_bytes_per_step(model, quant, context, batch)
+    return min(bandwidth, compute)
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fraction of the roofline reached: learned from n measured GPUs, or a stated prior."""
+
+    value: float
+    log_band: float
+    n: int
+
+    @property
+    def basis(self) -> str:
+        return "learned" if self.n else "prior"
+
+
+def learn_efficiency(ratios: Sequence[float], phase: memory.Phase) -> Efficiency:
+    """Median measured / roofline, with 1.4826 x MAD of the log ratios as the band."""
+    positive = [r for r in ratios if r > 0 and math.isfinite(r)]
+    if not positive:
+        prior = PRIOR_BANDWIDTH_UTILISATION if phase == "decode" else PRIOR_COMPUTE_UTILISATION
+        return Efficiency(prior, math.log1p(DEFAULT_BAND), 0)
+    logs = [math.log(r) for r in positive]
+    mid = statistics.median(logs)
+    mad = statistics.median(abs(x - mid) for x in logs)
+    return Efficiency(math.exp(mid), max(MAD_TO_SIGMA * mad, MIN_LOG_BAND), len(positive))
+
+
+def split_speedup(ratios: Mapping[int, Sequence[float]], count: int) -> tuple[float, str]:
+    """N-GPU / 1-GPU throughput of a model split over N GPUs: the median measured ratio at N
+    (else at the nearest measured N), else 1.0 (a layer split adds memory, not speed)."""
+    if count == 1:
+        return 1.0, "single"
+    known = {n: r for n, r in ratios.items() if r}
+    if not known:
+        return 1.0, "split:assumed"
+    nearest = min(known, key=lambda n: (abs(n - count), n))
+    return statistics.median(known[nearest]), f"split:learned@{nearest}"
+
+
+# ---------------------------------------------------------------- ranking
+
+
+@dataclass(frozen=True)
+class Option:
+    """One (GPU, count) configuration that fits, with its throughput and headroom."""
+
+    slug: str
+    count: int
+    throughput: float
+    low: float
+    high: float
+    price: float
+    headroom: Headroom
+
+
+def _inside(a: Option, b: Option) -> bool:
+    return b.low <= a.throughput <= b.high and a.low <= b.throughput <= a.high
+
+
+def rank(options: Sequence[Option]) -> list[Option]:
+    """By throughput; inside a tier of mutually overlapping bands, more headroom first."""
+    ordered = sorted(options, key=lambda o: (-o.throughput, o.price, o.slug, o.count))
+    out: list[Option] = []
+    i = 0
+    while i < len(ordered):
+        leader = ordered[i]
+        tier = [leader]
+        j = i + 1
+        while j < len(ordered) and _inside(ordered[j], leader):
+            tier.append(ordered[j])
+            j += 1
+        tier.sort(key=_headroom_key)
+        out.extend(tier)
+        i = j
+    return out
+
+
+def _headroom_key(o: Option) -> tuple[float, float, float, float, str]:
+    room = o.headroom
+    return (-(room.max_batch or 0), -(room.max_context or 0), -o.throughput, o.price, o.slug)

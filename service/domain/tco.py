@@ -1,0 +1,189 @@
+"""Cost of ownership of a GPU configuration, and rent-or-buy break-even: pure, no I/O.
+
+tco_usd = price + platform + energy - resale, over `horizon_years` of `hours_per_day` use.
+Design decisions:
+- Draw = TDP x count (+ host draw when the caller gives one): TDP is the sourced figure we have;
+  a host's draw has no sourced default, so it counts 0 unless stated and `why` says so.
+- Energy is priced at a flat $/kWh; the default is the EIA's US residential average
+  (DEFAULT_USD_PER_KWH), overridable per request.
+- Resale is a fraction of the purchase price at the end of the horizon: the caller's, else the
+  GPU's newest used/new price ratio where both are known, else 0 (stated in `why`).
+- Platform (host + PSU + chassis) comes from a sourced table by GPU count; no row means 0 and
+  `why` says so; a caller's `platform_usd` replaces the table.
+- Break-even hours compare buying (fixed cost price + platform - resale, plus energy per hour)
+  with renting `count` GPUs at the cheapest cloud rate: fixed / (rent per hour - energy per hour).
+"""
+
+from dataclasses import dataclass, field
+
+HOURS_PER_YEAR = 365 * 24
+# EIA Electricity Monthly Update, data for April 2024 (released 2024-06-26): US residential
+# average revenue per kWh 16.88 cents. https://www.eia.gov/electricity/monthly/update/end-use.php
+DEFAULT_USD_PER_KWH = 0.1688
+ELECTRICITY_SOURCE = "EIA Electricity Monthly Update, residential average, April 2024"
+# A 15 A / 120 V branch circuit carries 1,800 W; a continuous load (3 h or more) may use 80% of
+# it (NFPA 70 / NEC 210.20(A)): 1,440 W.
+CIRCUIT_CONTINUOUS_W = 15 * 120 * 0.8
+# The largest ATX power supplies sold for desktops are rated 1,600 W (e.g. Corsair AX1600i,
+# Seasonic PRIME TX-1600).
+LARGEST_ATX_PSU_W = 1600.0
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """What the asker assumes about use; None = the stated default."""
+
+    horizon_years: float = 3.0
+    hours_per_day: float = 8.0
+    usd_per_kwh: float = DEFAULT_USD_PER_KWH
+    resale: float | None = None  # fraction of the purchase price; None = from used/new prices
+    platform_usd: float | None = None  # replaces the platform table
+    host_power_w: float | None = None  # added to the GPUs' TDP
+
+    @property
+    def hours(self) -> float:
+        return self.hours_per_day * 365 * self.horizon_years
+
+
+@dataclass(frozen=True)
+class PlatformCost:
+    """A sourced row of the platform table: host + PSU + chassis for `gpu_count` GPUs."""
+
+    gpu_count: int
+    usd: float
+    psu_w: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Ownership:
+    draw_w: float | None
+    energy_kwh: float
+    energy_usd: float
+    platform_usd: float
+    resale_fraction: float
+    resale_usd: float
+    tco_usd: float
+    cost_per_million_units: float | None
+    notes: tuple[str, ...] = field(default=())
+
+
+def tco(price: float, platform: float, energy: float, resale: float) -> float:
+    """The sum, in one place so every answer adds up the same way."""
+    return price + platform + energy - resale
+
+
+def ownership(
+    price_usd: float,
+    count: int,
+    tdp_w: float | None,
+    throughput: float,
+    unit: str,
+    settings: CostSettings,
+    platform: PlatformCost | None,
+    used_new_ratio: float | None,
+) -> Ownership:
+    """Cost of owning `count` GPUs bought for `price_usd` in all, over the settings' horizon."""
+    notes: list[str] = []
+    draw = _draw(count, tdp_w, settings, notes)
+    energy_kwh = (draw or 0.0) * settings.hours / 1000
+    energy_usd = energy_kwh * settings.usd_per_kwh
+    platform_usd = _platform(count, settings, platform, notes)
+    fraction = _resale_fraction(settings, used_new_ratio, notes)
+    resale_usd = price_usd * fraction
+    total = tco(price_usd, platform_usd, energy_usd, resale_usd)
+    units = throughput * settings.hours * 3600
+    per_million = total / (units / 1e6) if units > 0 else None
+    if per_million is not None:
+        notes.insert(
+            0,
+            f"${total:,.0f} to own over {settings.horizon_years:g} years at "
+            f"{settings.hours_per_day:g} h/day and ${settings.usd_per_kwh:g}/kWh: "
+            f"${per_million:,.4g} per million {_unit_noun(unit)}",
+        )
+    return Ownership(
+        draw,
+        energy_kwh,
+        energy_usd,
+        platform_usd,
+        fraction,
+        resale_usd,
+        total,
+        per_million,
+        tuple(notes),
+    )
+
+
+def break_even_hours(
+    fixed_usd: float, draw_w: float | None, usd_per_kwh: float, rent_usd_per_hour: float
+) -> float | None:
+    """Hours of use after which owning is cheaper than renting; None when renting never
+    costs more (the rent per hour does not exceed the owner's energy per hour)."""
+    energy_per_hour = (draw_w or 0.0) / 1000 * usd_per_kwh
+    margin = rent_usd_per_hour - energy_per_hour
+    if margin <= 0:
+        return None
+    return max(fixed_usd, 0.0) / margin
+
+
+def power_notes(draw_w: float | None) -> list[str]:
+    """What a configuration's draw means for a desktop: circuit and power-supply limits."""
+    if draw_w is None:
+        return []
+    notes = []
+    if draw_w > LARGEST_ATX_PSU_W:
+        notes.append(
+            f"draws {draw_w:,.0f} W: beyond the largest common ATX power supplies "
+            f"({LARGEST_ATX_PSU_W:,.0f} W); needs dual PSUs or a server chassis"
+        )
+    if draw_w > CIRCUIT_CONTINUOUS_W:
+        notes.append(
+            f"draws {draw_w:,.0f} W: beyond a 15 A/120 V circuit's {CIRCUIT_CONTINUOUS_W:,.0f} W "
+            "continuous load (80% rule, NEC 210.20(A)); needs a 20 A or 240 V circuit"
+        )
+    return notes
+
+
+def _draw(
+    count: int, tdp_w: float | None, settings: CostSettings, notes: list[str]
+) -> float | None:
+    if tdp_w is None:
+        notes.append("no TDP known: energy not counted")
+        return None
+    draw = tdp_w * count
+    if settings.host_power_w is not None:
+        draw += settings.host_power_w
+    else:
+        notes.append("draw counts the GPUs' TDP only (pass host_power_w for the host)")
+    return draw
+
+
+def _platform(
+    count: int, settings: CostSettings, platform: PlatformCost | None, notes: list[str]
+) -> float:
+    if settings.platform_usd is not None:
+        notes.append(f"platform ${settings.platform_usd:,.0f} as given")
+        return settings.platform_usd
+    if platform is None:
+        notes.append(f"no sourced platform cost for {count} GPU(s): platform counted as $0")
+        return 0.0
+    notes.append(f"platform ${platform.usd:,.0f} for {count} GPU(s) ({platform.source})")
+    return platform.usd
+
+
+def _resale_fraction(
+    settings: CostSettings, used_new_ratio: float | None, notes: list[str]
+) -> float:
+    if settings.resale is not None:
+        return settings.resale
+    if used_new_ratio is not None:
+        fraction = min(max(used_new_ratio, 0.0), 1.0)
+        notes.append(f"resale {fraction:.0%} of the price (newest used/new price ratio)")
+        return fraction
+    notes.append("no used/new prices: resale counted as $0")
+    return 0.0
+
+
+def _unit_noun(unit: str) -> str:
+    """'images/s' -> 'images': the thing a million of which is priced."""
+    return unit.split("/")[0] or unit

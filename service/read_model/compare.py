@@ -1,0 +1,86 @@
+"""Rent or buy for one GPU configuration, from a snapshot: the same costing as /recommend."""
+
+from service.core.errors import InvalidInput
+from service.domain.scaling import scaling
+from service.domain.tco import CostSettings
+from service.read_model.costing import costed
+from service.read_model.rows import price_info
+from service.read_model.snapshot import Snapshot
+from service.schemas.tco import BuySide, CloudOfferOut, Comparison
+
+
+def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -> Comparison:
+    cand = snapshot.by_slug.get(slug)
+    if cand is None:
+        raise InvalidInput.one(("query", "gpu"), f"unknown GPU {slug!r}", "unknown_gpu")
+    config = next(
+        (
+            c
+            for c in snapshot.ranked_configurations("parallel", "pytorch", count)
+            if c.candidate.slug == slug and c.count == count
+        ),
+        None,
+    )
+    if config is not None:
+        throughput = config.throughput
+    else:
+        throughput = (
+            cand.estimate.value
+            * scaling(snapshot.profiles, "parallel", "pytorch", cand.interconnect, count).speedup
+        )
+    offers = [
+        CloudOfferOut(
+            provider=o.provider,
+            usd_per_hour=o.usd_per_hour,
+            source=o.source,
+            observed_at=o.observed_at,
+        )
+        for o in snapshot.ownership.cloud.get(slug, [])
+    ]
+    cheapest = offers[0] if offers else None
+    hours = costs.hours
+    rent = cheapest.usd_per_hour * count * hours if cheapest else None
+    buy, break_even, notes = None, None, []
+    unit_price = price_info(cand)
+    if unit_price is not None:
+        total = unit_price.usd * count
+        cost = costed(snapshot, slug, total, count, cand.tdp_w, throughput, costs)
+        o = cost.ownership
+        buy = BuySide(
+            unit_price=unit_price,
+            total_price_usd=total,
+            draw_w=o.draw_w,
+            energy_kwh=o.energy_kwh,
+            energy_usd=o.energy_usd,
+            platform_usd=o.platform_usd,
+            resale_usd=o.resale_usd,
+            tco_usd=o.tco_usd,
+            cost_per_million_units=o.cost_per_million_units,
+        )
+        break_even = cost.break_even_hours
+        notes.append(cost.sentence())
+    else:
+        notes.append(f"{slug} has no current price: buying cannot be costed.")
+    if cheapest is None:
+        notes.append(f"No current cloud price for {slug}: renting cannot be costed.")
+    elif rent is not None and buy is not None:
+        cheaper = "buying" if buy.tco_usd < rent else "renting"
+        notes.append(
+            f"Over {hours:,.0f} hours, renting {count} GPU(s) at {cheapest.provider} costs "
+            f"${rent:,.0f} against ${buy.tco_usd:,.0f} to own: {cheaper} is cheaper."
+        )
+    return Comparison(
+        gpu=slug,
+        name=cand.name,
+        count=count,
+        workload=snapshot.workload.slug,
+        unit=snapshot.workload.unit,
+        throughput=throughput,
+        hours_over_horizon=hours,
+        buy=buy,
+        cheapest_cloud=cheapest,
+        cloud_offers=offers,
+        rent_usd_over_horizon=rent,
+        break_even_hours=break_even,
+        why=" ".join(n for n in notes if n),
+    )

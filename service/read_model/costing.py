@@ -1,0 +1,85 @@
+"""Cost-of-ownership fields of a ranking or recommendation row, from a snapshot's ownership data.
+
+One function fills both row kinds, so `tco_usd`, `cost_per_million_units` and
+`break_even_hours` mean the same in /rankings, /recommend, /compare and the web page.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.domain.tco import CostSettings, Ownership, break_even_hours, ownership, power_notes
+from service.read_model.ownership import CloudOffer
+from service.read_model.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Costed:
+    ownership: Ownership
+    cloud: CloudOffer | None
+    break_even_hours: float | None
+    notes: tuple[str, ...]
+
+    def fields(self) -> dict[str, Any]:
+        o = self.ownership
+        return {
+            "draw_w": o.draw_w,
+            "energy_kwh": o.energy_kwh,
+            "energy_usd": o.energy_usd,
+            "platform_usd": o.platform_usd,
+            "resale_usd": o.resale_usd,
+            "tco_usd": o.tco_usd,
+            "cost_per_million_units": o.cost_per_million_units,
+            "break_even_hours": self.break_even_hours,
+        }
+
+    def sentence(self) -> str:
+        text = "; ".join(self.notes)
+        return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def costed(
+    snapshot: Snapshot,
+    slug: str,
+    price_usd: float,
+    count: int,
+    tdp_w: float | None,
+    throughput: float,
+    costs: CostSettings,
+) -> Costed:
+    data = snapshot.ownership
+    o = ownership(
+        price_usd,
+        count,
+        tdp_w,
+        throughput,
+        snapshot.workload.unit,
+        costs,
+        data.platforms.get(count),
+        data.used_new_ratio.get(slug),
+    )
+    notes = [*o.notes, *power_notes(o.draw_w)]
+    offer = data.cheapest_cloud(slug)
+    hours = None
+    if offer is not None:
+        rent = offer.usd_per_hour * count
+        fixed = price_usd + o.platform_usd - o.resale_usd
+        hours = break_even_hours(fixed, o.draw_w, costs.usd_per_kwh, rent)
+        where = f"{offer.provider} ${offer.usd_per_hour:g}/GPU-hour, {offer.observed_at}"
+        if hours is None:
+            notes.append(f"renting ({where}) costs less than the power to own")
+        else:
+            notes.append(
+                f"buying beats renting ({where}) after {hours:,.0f} hours "
+                f"(~{hours / max(costs.hours_per_day, 1e-9) / 365:.1f} years at "
+                f"{costs.hours_per_day:g} h/day)"
+            )
+    return Costed(o, offer, hours, tuple(notes))
+
+
+def fits_power(
+    tdp_w: float | None, count: int, costs: CostSettings, max_power_w: float | None
+) -> bool:
+    """A configuration's draw is within `max_power_w` (unknown draws are kept)."""
+    if max_power_w is None or tdp_w is None:
+        return True
+    return tdp_w * count + (costs.host_power_w or 0.0) <= max_power_w

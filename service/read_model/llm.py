@@ -1,0 +1,474 @@
+"""Recommendation and ranking rows for a language-model ask (model, task, quant, context,
+batch) instead of a fixed workload: fit from the memory breakdown, throughput measured where
+the corpus has this model and format, else roofline x an efficiency learned from every
+measured LLM result (service/domain/llm_fit.py has the model).
+
+Read straight from the database on each ask (GPUs, current prices, LLM aggregates, scaling
+profiles: four queries); answers are not stored in the answer cache.
+"""
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date
+
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from service.catalog import llm
+from service.catalog.peaks import peak_rates
+from service.core.settings import Settings
+from service.domain import llm_fit, memory
+from service.domain.plausibility import PeakRates, peak_tflops
+from service.domain.prices import PriceObservation, current_price
+from service.domain.scaling import ProfileKey, scaling
+from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
+from service.models import Aggregate, Gpu, Price, ScalingProfile, Workload
+from service.read_model.snapshot import utc_today
+from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
+
+UNIT = "tokens/s"
+_TOKENS = re.compile(r"-(pp|tg)(\d+)$")
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    slug: str
+    name: str
+    memory_gb: float
+    bandwidth_gbs: float
+    tdp_w: float | None
+    interconnect: str
+    rates: PeakRates
+    price: PriceObservation | None
+
+
+@dataclass(frozen=True)
+class Measured:
+    workload: str
+    model: str
+    quant: str
+    phase: str
+    tokens: int
+    gpu: str
+    count: int
+    value: Measurement
+
+
+@dataclass
+class LlmData:
+    gpus: list[GpuRow]
+    measured: list[Measured]
+    profiles: dict[ProfileKey, float] = field(default_factory=dict)
+
+
+def _quant_name(text: str | None) -> str:
+    found = memory.find_quantization(text or "", list(llm.quantizations()))
+    return found.name if found else (text or "")
+
+
+def load(session: Session, condition: ConditionChoice, today: date, max_age_days: int) -> LlmData:
+    prices: dict[int, list[PriceObservation]] = defaultdict(list)
+    for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
+        assert p.usd is not None
+        prices[p.gpu_id].append(
+            PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
+        )
+    gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
+    rows = [
+        GpuRow(
+            g.slug,
+            g.name,
+            g.memory_gb,
+            g.memory_bandwidth_gbs,
+            g.tdp_w,
+            g.interconnect,
+            peak_rates(g),
+            current_price(prices.get(g.id or -1, []), condition, today, max_age_days),
+        )
+        for g in gpus
+    ]
+    slug_of = {g.id: g.slug for g in gpus}
+    measured = []
+    query = (
+        select(Aggregate, Workload)
+        .join(Workload, col(Workload.id) == Aggregate.workload_id)
+        .where(col(Workload.model).is_not(None), Aggregate.n > 0)
+    )
+    for agg, w in session.exec(query).all():
+        tokens = _TOKENS.search(w.slug)
+        if w.model is None or w.phase is None or tokens is None:
+            continue
+        measured.append(
+            Measured(
+                w.slug,
+                w.model,
+                _quant_name(w.quant or agg.precision),
+                w.phase,
+                int(tokens.group(2)),
+                slug_of[agg.gpu_id],
+                agg.gpu_count,
+                Measurement(agg.median, agg.n, agg.mad),
+            )
+        )
+    profiles = {
+        (p.framework, p.interconnect, p.gpu_count): p.efficiency
+        for p in session.exec(select(ScalingProfile)).all()
+    }
+    return LlmData(rows, measured, profiles)
+
+
+# ---------------------------------------------------------------- throughput
+
+
+def _peak(gpu: GpuRow, quant: memory.Quantization) -> float:
+    return peak_tflops(gpu.rates, quant.compute_precision)
+
+
+def _mean_context(m: Measured) -> float:
+    """Generation of n tokens from an empty context attends n/2 on average; a prompt of n
+    tokens is passed as n (flops_per_token halves it)."""
+    return m.tokens / 2 if m.phase == "decode" else float(m.tokens)
+
+
+@dataclass(frozen=True)
+class Learned:
+    efficiency: llm_fit.Efficiency
+    split_ratios: dict[int, list[float]]
+
+
+def learn(data: LlmData, phase: str) -> Learned:
+    """Efficiency over every measured single GPU of `phase`; N-GPU / 1-GPU ratios per N."""
+    by_slug = {g.slug: g for g in data.gpus}
+    phase_lit: memory.Phase = (
+        "decode" if phase == "decode" else "prefill" if phase == "prefill" else "train"
+    )
+    ratios = []
+    single: dict[tuple[str, str], float] = {}
+    for m in data.measured:
+        spec = llm.models().get(m.model)
+        gpu = by_slug.get(m.gpu)
+        quant = memory.find_quantization(m.quant, list(llm.quantizations()))
+        if m.phase != phase or spec is None or gpu is None or quant is None:
+            continue
+        if m.count == 1:
+            single[(m.workload, m.gpu)] = m.value.median
+            roof = llm_fit.roofline_tokens_per_s(
+                spec, quant, phase_lit, _mean_context(m), 1, gpu.bandwidth_gbs, _peak(gpu, quant)
+            )
+            ratios.append(m.value.median / roof)
+    split: dict[int, list[float]] = defaultdict(list)
+    for m in data.measured:
+        one = single.get((m.workload, m.gpu))
+        if m.phase == phase and m.count > 1 and one:
+            split[m.count].append(m.value.median / one)
+    return Learned(llm_fit.learn_efficiency(ratios, phase_lit), dict(split))
+
+
+def _measured_for(ask: llm_fit.Ask, data: LlmData) -> dict[tuple[str, int], Measured]:
+    """Measured (gpu, count) of this model (or one of its shape) and format, at the benchmark
+    token count nearest the asked context."""
+    models = llm.models()
+    relevant = [
+        m
+        for m in data.measured
+        if m.phase == ask.phase
+        and m.quant == ask.quant.name
+        and m.model in models
+        and (m.model == ask.model.slug or llm.same_shape(models[m.model], ask.model))
+    ]
+    if not relevant:
+        return {}
+    best = min({m.tokens for m in relevant}, key=lambda n: (abs(math.log(n / ask.context)), n))
+    return {(m.gpu, m.count): m for m in relevant if m.tokens == best}
+
+
+@dataclass(frozen=True)
+class LlmOption:
+    gpu: GpuRow
+    count: int
+    breakdown: memory.MemoryBreakdown
+    headroom: llm_fit.Headroom
+    throughput: float
+    low: float
+    high: float
+    basis: str  # measured | estimated
+    model: str  # measured | roofline-learned | roofline-prior
+    n: int
+    speedup: float
+    scaling_basis: str
+    measured_workload: str | None
+
+    def as_option(self) -> llm_fit.Option:
+        price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
+        return llm_fit.Option(
+            self.gpu.slug, self.count, self.throughput, self.low, self.high, price, self.headroom
+        )
+
+
+def options(
+    ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, priced_only: bool
+) -> list[LlmOption]:
+    """Every GPU's fewest-GPU configuration that fits `ask` (unranked)."""
+    learned = learn(data, ask.phase)
+    measured = _measured_for(ask, data)
+    out: dict[tuple[str, int], LlmOption] = {}
+    for gpu in data.gpus:
+        if priced_only and gpu.price is None:
+            continue
+        count = llm_fit.gpus_needed(ask, gpu.memory_gb, max_gpus)
+        if count is None:
+            continue
+        m = measured.get((gpu.slug, count))
+        if m is not None:
+            low, high = m.value.band()
+            value, basis, kind, n = m.value.median, "measured", "measured", m.value.n
+            speedup, scaling_basis = 1.0, "measured" if count > 1 else "single"
+        else:
+            value, low, high, n, speedup, scaling_basis = _estimate(
+                ask, gpu, count, learned, data, framework
+            )
+            basis, kind = "estimated", f"roofline-{learned.efficiency.basis}"
+        if not (math.isfinite(value) and value > 0):
+            continue
+        out[(gpu.slug, count)] = LlmOption(
+            gpu,
+            count,
+            ask.breakdown(count),
+            llm_fit.headroom(ask, gpu.memory_gb, count),
+            value,
+            low,
+            high,
+            basis,
+            kind,
+            n,
+            speedup,
+            scaling_basis,
+            m.workload if m else None,
+        )
+    return list(out.values())
+
+
+def ranked(found: list[LlmOption]) -> list[LlmOption]:
+    """`found` in llm_fit.rank's order (throughput; headroom inside overlapping bands)."""
+    by_key = {(o.gpu.slug, o.count): o for o in found}
+    return [by_key[(o.slug, o.count)] for o in llm_fit.rank([o.as_option() for o in found])]
+
+
+def _estimate(
+    ask: llm_fit.Ask,
+    gpu: GpuRow,
+    count: int,
+    learned: Learned,
+    data: LlmData,
+    framework: str,
+) -> tuple[float, float, float, int, float, str]:
+    eff = learned.efficiency
+    one = eff.value * llm_fit.roofline_tokens_per_s(
+        ask.model,
+        ask.quant,
+        ask.phase,
+        ask.context,
+        ask.batch,
+        gpu.bandwidth_gbs,
+        _peak(gpu, ask.quant),
+    )
+    if ask.phase == "train":
+        s = scaling(data.profiles, "parallel", framework, gpu.interconnect, count)
+        speedup, basis = s.speedup, s.basis
+    else:
+        speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
+    value = one * speedup
+    return (
+        value,
+        value * math.exp(-eff.log_band),
+        value * math.exp(eff.log_band),
+        eff.n,
+        speedup,
+        basis,
+    )
+
+
+# ---------------------------------------------------------------- rows
+
+
+def precision_of(quant: memory.Quantization) -> str:
+    """The vocabulary word for a format: its name or an alias, else its compute precision."""
+    for name in (quant.name, *quant.aliases):
+        if name in PRECISIONS:
+            return name
+    return quant.compute_precision
+
+
+def _price_info(gpu: GpuRow) -> PriceInfo | None:
+    p = gpu.price
+    if p is None:
+        return None
+    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
+
+
+def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None) -> str:
+    what = o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
+    need = f"needs {o.breakdown.total_gb:.1f} GB per GPU"
+    if o.basis == "measured":
+        source = f"median of {o.n} measured results ({o.measured_workload})"
+    elif o.model == "roofline-learned":
+        source = (
+            f"estimated: {ask.phase} roofline x efficiency learned from {o.n} measured "
+            f"GPU-and-benchmark groups, "
+            f"likely {_fmt(o.low)}-{_fmt(o.high)}"
+        )
+    else:
+        source = f"estimated from specs alone (stated prior), likely {_fmt(o.low)}-{_fmt(o.high)}"
+    room = (
+        f"room for context {o.headroom.max_context} at batch {ask.batch}, "
+        f"batch {o.headroom.max_batch} at context {ask.context}"
+    )
+    within = f" within ${budget:,.0f}" if budget is not None else ""
+    lead = "Most throughput" if rank == 1 else f"#{rank}"
+    price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
+    return (
+        f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
+        f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{_fmt(o.throughput)} "
+        f"{UNIT} ({source}); {room}."
+    )
+
+
+def recommendation_rows(
+    ask: llm_fit.Ask,
+    data: LlmData,
+    budget: float,
+    max_gpus: int,
+    framework: str,
+    min_tokens_per_s: float | None,
+    limit: int,
+) -> tuple[list[Recommendation], str | None]:
+    fitting = options(ask, data, max_gpus, framework, priced_only=True)
+    affordable = [
+        o
+        for o in fitting
+        if o.gpu.price is not None
+        and o.gpu.price.usd * o.count <= budget
+        and (min_tokens_per_s is None or o.throughput >= min_tokens_per_s)
+    ]
+    chosen = ranked(affordable)[:limit]
+    rows = []
+    for rank, o in enumerate(chosen, 1):
+        price = _price_info(o.gpu)
+        assert price is not None
+        total = price.usd * o.count
+        rows.append(
+            Recommendation(
+                rank=rank,
+                gpu=o.gpu.slug,
+                name=o.gpu.name,
+                count=o.count,
+                unit_price=price,
+                total_price_usd=total,
+                throughput=o.throughput,
+                throughput_low=o.low,
+                throughput_high=o.high,
+                unit=UNIT,
+                relative_performance=None,
+                perf_per_dollar=o.throughput / total,
+                memory_gb=o.gpu.memory_gb,
+                total_memory_gb=o.gpu.memory_gb * o.count,
+                tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
+                basis=o.basis,
+                model=o.model,
+                n=o.n,
+                scaling_factor=o.speedup,
+                scaling_basis=o.scaling_basis,
+                why=why(o, ask, rank, budget),
+                memory_needed_gb=round(o.breakdown.total_gb, 3),
+                headroom_context=o.headroom.max_context,
+                headroom_batch=o.headroom.max_batch,
+            )
+        )
+    return rows, None if rows else hint(ask, fitting, budget, max_gpus, min_tokens_per_s)
+
+
+def hint(
+    ask: llm_fit.Ask,
+    fitting: list[LlmOption],
+    budget: float,
+    max_gpus: int,
+    min_tokens_per_s: float | None,
+) -> str:
+    """Why nothing was recommended, and what would be."""
+    need = ask.breakdown(1).total_gb
+    if not fitting:
+        return (
+            f"{ask.model.slug} {ask.task} ({ask.quant.name}, context {ask.context}) needs "
+            f"{need:.1f} GB on one GPU; no priced GPU in the catalog holds it split over up to "
+            f"{max_gpus} GPUs (raise max_gpus, or choose a smaller quant or context)"
+        )
+    fast = [o for o in fitting if min_tokens_per_s is None or o.throughput >= min_tokens_per_s]
+    if not fast:
+        best = max(fitting, key=lambda o: o.throughput)
+        return (
+            f"no configuration reaches {min_tokens_per_s:g} {UNIT}; the fastest that fits is "
+            f"{best.count} x {best.gpu.slug} at ~{_fmt(best.throughput)} {UNIT}"
+        )
+    cheapest = min(
+        fast, key=lambda o: (o.gpu.price.usd * o.count if o.gpu.price else 0, o.gpu.slug)
+    )
+    assert cheapest.gpu.price is not None
+    return (
+        f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) is within "
+        f"${budget:,.0f}; the cheapest is {cheapest.count} x {cheapest.gpu.slug} at "
+        f"${cheapest.gpu.price.usd * cheapest.count:,.0f} ({cheapest.gpu.price.source}, "
+        f"{cheapest.gpu.price.observed_at})"
+    )
+
+
+def ranking_rows(
+    ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, sort: str
+) -> list[RankingItem]:
+    rows = []
+    for o in ranked(options(ask, data, max_gpus, framework, priced_only=False)):
+        total = o.gpu.price.usd * o.count if o.gpu.price else None
+        rows.append(
+            RankingItem(
+                rank=0,
+                gpu=o.gpu.slug,
+                name=o.gpu.name,
+                memory_gb=o.gpu.memory_gb,
+                throughput=o.throughput,
+                throughput_low=o.low,
+                throughput_high=o.high,
+                unit=UNIT,
+                basis=o.basis,
+                model=o.model,
+                n=o.n,
+                mad=None,
+                relative_performance=None,
+                price=_price_info(o.gpu),
+                perf_per_dollar=o.throughput / total if total else None,
+                count=o.count,
+                memory_needed_gb=round(o.breakdown.total_gb, 3),
+                headroom_context=o.headroom.max_context,
+                headroom_batch=o.headroom.max_batch,
+            )
+        )
+    if sort == "perf_per_dollar":
+        rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
+    for rank, row in enumerate(rows, 1):
+        row.rank = rank
+    return rows
+
+
+async def read(engine: Engine, settings: Settings, condition: ConditionChoice) -> LlmData:
+    """The data of one LLM ask, loaded in the thread pool with a session of its own."""
+
+    def build() -> LlmData:
+        with Session(engine) as session:
+            return load(session, condition, utc_today(), settings.price_max_age_days)
+
+    return await run_in_threadpool(build)

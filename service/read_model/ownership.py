@@ -1,0 +1,70 @@
+"""What cost of ownership needs from the database, loaded once per snapshot: the platform table,
+each GPU's newest used/new price ratio, and its current cloud offers (newest per provider)."""
+
+from dataclasses import dataclass, field
+from datetime import date
+
+from sqlmodel import Session, col, select
+
+from service.domain.tco import PlatformCost
+from service.models import Gpu, Platform, Price
+
+
+@dataclass(frozen=True)
+class CloudOffer:
+    provider: str
+    usd_per_hour: float
+    source: str
+    observed_at: date
+
+
+@dataclass
+class OwnershipData:
+    platforms: dict[int, PlatformCost] = field(default_factory=dict)
+    used_new_ratio: dict[str, float] = field(default_factory=dict)
+    cloud: dict[str, list[CloudOffer]] = field(default_factory=dict)  # cheapest first
+
+    def cheapest_cloud(self, slug: str) -> CloudOffer | None:
+        offers = self.cloud.get(slug)
+        return offers[0] if offers else None
+
+
+def platform_costs(session: Session) -> dict[int, PlatformCost]:
+    """gpu_count -> host + PSU + chassis, for rows that price at least one part."""
+    out: dict[int, PlatformCost] = {}
+    for p in session.exec(select(Platform)).all():
+        parts = [v for v in (p.host_usd, p.psu_usd, p.chassis_usd) if v is not None]
+        if parts:
+            out[p.gpu_count] = PlatformCost(p.gpu_count, sum(parts), p.psu_w, p.source)
+    return out
+
+
+def load_ownership(session: Session, today: date, max_age_days: int) -> OwnershipData:
+    slug_of = {g.id: g.slug for g in session.exec(select(Gpu)).all()}
+    newest: dict[tuple[str, str], tuple[date, int, float]] = {}  # (slug, condition) -> newest usd
+    cloud: dict[tuple[str, str], tuple[date, int, CloudOffer]] = {}  # (slug, provider)
+    for p in session.exec(select(Price).order_by(col(Price.id))).all():
+        slug = slug_of.get(p.gpu_id)
+        age = (today - p.observed_at).days
+        if slug is None or age < 0 or age > max_age_days:
+            continue
+        if p.usd_per_hour is not None and p.usd_per_hour > 0:
+            offer = CloudOffer(p.provider or "unknown", p.usd_per_hour, p.source, p.observed_at)
+            key = (slug, offer.provider)
+            if key not in cloud or (p.observed_at, p.id or 0) >= cloud[key][:2]:
+                cloud[key] = (p.observed_at, p.id or 0, offer)
+        elif p.usd is not None and p.condition in ("new", "used"):
+            ckey = (slug, p.condition)
+            if ckey not in newest or (p.observed_at, p.id or 0) >= newest[ckey][:2]:
+                newest[ckey] = (p.observed_at, p.id or 0, p.usd)
+    ratios = {
+        slug: newest[(slug, "used")][2] / newest[(slug, "new")][2]
+        for slug, condition in newest
+        if condition == "used" and (slug, "new") in newest and newest[(slug, "new")][2] > 0
+    }
+    offers: dict[str, list[CloudOffer]] = {}
+    for (slug, _provider), (_d, _i, offer) in cloud.items():
+        offers.setdefault(slug, []).append(offer)
+    for listed in offers.values():
+        listed.sort(key=lambda o: (o.usd_per_hour, o.provider))
+    return OwnershipData(platform_costs(session), ratios, offers)

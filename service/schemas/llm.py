@@ -1,0 +1,80 @@
+"""/models and /memory answers. Each memory term's description names its formula (details and
+citations: service/domain/memory.py)."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TaskName = Literal["inference", "full-finetune", "lora", "qlora"]
+OptimizerName = Literal["adamw", "adamw-8bit", "sgd"]
+
+
+class ModelRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    slug: str
+    name: str
+    family: str
+    params_b: float = Field(description="Total parameters, 1e9 (every expert for MoE).")
+    active_params_b: float = Field(description="Parameters one token runs through, 1e9.")
+    layers: int
+    hidden: int
+    intermediate: int = Field(description="FFN width; one expert's for mixture-of-experts.")
+    heads: int
+    kv_heads: int = Field(description="Key/value heads (grouped-query attention).")
+    head_dim: int
+    vocab: int
+    max_context: int
+    tied_embeddings: bool
+    num_experts: int | None
+    experts_per_token: int | None
+    kv_lora_rank: int | None = Field(description="Multi-head latent attention latent width.")
+    source: str
+
+
+class MemoryAnswer(BaseModel):
+    """Memory per GPU (GB = 1e9 bytes) on `gpus` tensor-parallel GPUs."""
+
+    model: str
+    task: TaskName
+    quant: str
+    bits_per_weight: float
+    context: int
+    batch: int
+    gpus: int
+    optimizer: OptimizerName
+    lora_rank: int
+    gradient_checkpointing: bool
+    kv_bits: int
+    weights_gb: float = Field(
+        description="P x bits_per_weight / 8 (embeddings and lm_head at 2 bytes for formats that "
+        "keep them 16-bit: nf4, awq, gptq, int4); every expert of a MoE; / N GPUs."
+    )
+    kv_cache_gb: float = Field(
+        description="Inference: 2 x layers x ceil(kv_heads / N) x head_dim x kv_bits/8 x context "
+        "x batch (grouped-query attention stores kv_heads, not heads); MLA: layers x "
+        "(kv_lora_rank + qk_rope_head_dim) x kv_bits/8 x context x batch. 0 for training."
+    )
+    activations_gb: float = Field(
+        description="Inference: batch x min(context, 512) x (4 h + 2 i) x 2 bytes + batch x vocab "
+        "x 4 (logits). Training (Korthikanti et al. 2022 eq. 1, flash attention): per layer "
+        "context x batch x (15 h + MLP), MLP = 3 h + 6 i gated / 4 i plain, bytes; with "
+        "gradient checkpointing 2 x context x batch x h per layer plus one full layer; logits "
+        "context x batch x vocab x 6; / N GPUs."
+    )
+    gradients_gb: float = Field(
+        description="Trainable params x 2 bytes (16-bit; 4 for fp32 weights); / N GPUs."
+    )
+    optimizer_gb: float = Field(
+        description="Trainable params x (AdamW 8 | 8-bit Adam 2 | SGD momentum 4 bytes), plus a "
+        "4-byte fp32 master copy in mixed-precision full fine-tuning (16 bytes/param in all); "
+        "/ N GPUs."
+    )
+    lora_adapters_gb: float = Field(
+        description="LoRA params x 2 bytes; LoRA params = rank x sum over q, k, v, o, gate, up, "
+        "down of (d_in + d_out) x layers; / N GPUs."
+    )
+    overhead_gb: float = Field(description="CUDA context and library workspaces: 0.5 GB per GPU.")
+    total_gb: float = Field(description="Per GPU: the sum of the terms above.")
+    total_all_gpus_gb: float = Field(description="total_gb x gpus.")
+    trainable_params: float = Field(description="Parameters the task trains (0 for inference).")

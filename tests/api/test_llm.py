@@ -1,0 +1,202 @@
+"""/models, /memory and the LLM asks of /recommend and /rankings, on the test database."""
+
+import pytest
+from typer.testing import CliRunner
+
+from service.cli import app as cli_app
+from service.domain import llm_fit
+
+TERMS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "lora_adapters")
+
+
+def post_results(client, keys, gpu, workload, values, precision, count=1):
+    rows = [
+        {
+            "gpu": gpu,
+            "workload": workload,
+            "value": v,
+            "precision": precision,
+            "framework": "llama.cpp",
+            "gpu_count": count,
+        }
+        for v in values
+    ]
+    response = client.post("/results", json={"results": rows}, headers=keys.auth(keys.submitter))
+    assert response.status_code == 201, response.text
+    assert {r["status"] for r in response.json()["results"]} == {"accepted"}
+
+
+def test_models_list_and_lookup_with_suggestions(client):
+    slugs = {m["slug"] for m in client.get("/models").json()["items"]}
+    assert {"llama-3-8b", "llama-3-70b", "llama-3.1-8b", "mixtral-8x7b"} <= slugs
+    one = client.get("/models/llama-3-70b").json()
+    assert (one["layers"], one["kv_heads"], one["max_context"]) == (80, 8, 8192)
+    missing = client.get("/models/llama-3.1-7b")
+    assert missing.status_code == 404
+    assert "llama-3.1-8b" in missing.json()["suggestions"]
+
+
+def test_memory_done_when_70b_q4_k_m_8k_is_40_to_50_gb_with_its_terms(client):
+    response = client.get(
+        "/memory",
+        params={"model": "llama-3.1-70b", "task": "inference", "quant": "q4_k_m", "context": 8192},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert 40 <= body["total_gb"] <= 50
+    parts = sum(body[f"{t}_gb"] for t in TERMS) + body["overhead_gb"]
+    assert body["total_gb"] == pytest.approx(parts, abs=0.01)
+    assert body["kv_cache_gb"] == pytest.approx(2 * 80 * 8 * 128 * 2 * 8192 / 1e9, abs=0.01)
+
+
+def test_memory_splits_over_gpus_and_trains(client):
+    one = client.get("/memory", params={"model": "llama-3.1-70b", "quant": "q4_k_m"}).json()
+    two = client.get("/memory", params={"model": "llama-3.1-70b", "quant": "q4_k_m", "gpus": 2})
+    assert two.json()["weights_gb"] == pytest.approx(one["weights_gb"] / 2, abs=0.01)
+    qlora = client.get("/memory", params={"model": "llama-3.1-8b", "task": "qlora"}).json()
+    assert qlora["quant"] == "nf4" and qlora["lora_adapters_gb"] > 0 and qlora["kv_cache_gb"] == 0
+
+
+def test_memory_formulas_are_in_the_openapi_docs(client):
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["MemoryAnswer"]
+    assert "kv_heads" in schema["properties"]["kv_cache_gb"]["description"]
+    assert "Korthikanti" in schema["properties"]["activations_gb"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "field"),
+    [
+        ({"model": "lama-3.1-8b"}, 404, None),
+        ({"model": "llama-3.1-8b", "quant": "q5"}, 422, "quant"),
+        ({"model": "llama-3-8b", "context": 16384}, 422, "context"),
+        ({"model": "llama-3.1-8b", "task": "full-finetune", "quant": "q4_k_m"}, 422, "quant"),
+        ({"model": "llama-3.1-8b", "task": "pretrain"}, 422, "task"),
+        ({"model": "llama-3.1-8b", "batch": 0}, 422, "batch"),
+    ],
+)
+def test_memory_errors_name_the_field_and_unknown_models_suggest(client, params, status, field):
+    response = client.get("/memory", params=params)
+    assert response.status_code == status, response.text
+    if field is None:
+        assert "llama-3.1-8b" in response.json()["suggestions"]
+    else:
+        assert response.json()["detail"][0]["loc"] == ["query", field]
+
+
+def test_recommend_8b_qlora_within_3000_fits_with_tokens_per_s_and_headroom(client):
+    response = client.get(
+        "/recommend", params={"budget": 3000, "model": "llama-3.1-8b", "task": "qlora"}
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["model"], body["task"], body["quant"], body["context"], body["batch"]) == (
+        "llama-3.1-8b",
+        "qlora",
+        "nf4",
+        4096,
+        1,
+    )
+    assert body["unit"] == "tokens/s" and body["recommendations"]
+    for item in body["recommendations"]:
+        assert item["total_price_usd"] <= 3000
+        assert item["memory_needed_gb"] <= llm_fit.capacity_gb(item["memory_gb"])
+        assert item["throughput"] > 0 and item["headroom_batch"] >= 1
+        assert item["headroom_context"] >= 4096
+        assert "tokens/s" in item["why"]
+
+
+def test_recommend_70b_q4_k_m_splits_cards_under_48_gb(client):
+    response = client.get(
+        "/recommend", params={"budget": 2500, "model": "llama-3.1-70b", "quant": "q4_k_m"}
+    )
+    body = response.json()
+    assert response.status_code == 200 and body["recommendations"], body.get("hint")
+    assert body["min_memory_gb"] > 40
+    for item in body["recommendations"]:
+        if item["memory_gb"] < 44:
+            assert item["count"] >= 2
+        assert item["memory_needed_gb"] <= llm_fit.capacity_gb(item["memory_gb"])
+        assert item["scaling_basis"].startswith(("single", "split"))  # no data-parallel profile
+
+
+def test_recommend_explains_when_nothing_fits(client):
+    one_gpu = client.get(
+        "/recommend",
+        params={"budget": 600, "model": "llama-3.1-70b", "quant": "q4_k_m", "max_gpus": 1},
+    ).json()
+    assert one_gpu["recommendations"] == []
+    assert "llama-3.1-70b" in one_gpu["hint"] and "$600" in one_gpu["hint"]
+    nothing = client.get(
+        "/recommend", params={"budget": 10**6, "model": "llama-3.1-405b", "max_gpus": 1}
+    ).json()
+    assert nothing["recommendations"] == [] and "max_gpus" in nothing["hint"]
+    slow = client.get(
+        "/recommend", params={"budget": 3000, "model": "llama-3.1-8b", "min_tokens_per_s": 1e8}
+    ).json()
+    assert slow["recommendations"] == [] and "reaches" in slow["hint"]
+
+
+def test_recommend_unknown_model_suggests(client):
+    response = client.get("/recommend", params={"budget": 3000, "model": "llama3-8b"})
+    assert response.status_code == 404
+    assert response.json()["suggestions"]
+
+
+def test_measured_results_of_a_same_shape_model_are_used_and_teach_the_rest(client, keys):
+    # Llama 3 8B Q4_K_M generation of 4096 tokens, measured on one GPU (values made up here).
+    post_results(client, keys, "nvidia-rtx-4090", "llama-3-8b-q4_k_m-tg4096", [110, 112], "q4_k_m")
+    post_results(client, keys, "nvidia-rtx-3090", "llama-3-8b-q4_k_m-tg4096", [95, 96], "q4_k_m")
+    params = {"budget": 5000, "model": "llama-3.1-8b", "quant": "q4_k_m", "limit": 50}
+    items = {i["gpu"]: i for i in client.get("/recommend", params=params).json()["recommendations"]}
+    assert items["nvidia-rtx-4090"]["basis"] == "measured"
+    assert items["nvidia-rtx-4090"]["throughput"] == pytest.approx(111)
+    others = [i for g, i in items.items() if g not in ("nvidia-rtx-4090", "nvidia-rtx-3090")]
+    assert others and all(i["model"] == "roofline-learned" for i in others)
+    assert all(i["n"] == 2 for i in others)  # learned from the two measured GPUs
+
+
+def test_rankings_for_a_model_echo_the_ask_and_report_counts(client):
+    params = {"model": "llama-3.1-70b", "quant": "q4_k_m", "context": 8192, "max_gpus": 4}
+    body = client.get("/rankings", params=params).json()
+    assert (body["model"], body["quant"], body["context"]) == ("llama-3.1-70b", "q4_k_m", 8192)
+    assert body["items"]
+    for item in body["items"]:
+        assert 1 <= item["count"] <= 4
+        assert item["memory_needed_gb"] <= llm_fit.capacity_gb(item["memory_gb"])
+        assert (item["count"] == 1) == (llm_fit.capacity_gb(item["memory_gb"]) >= 45.8)
+
+
+def test_fit_command_prints_the_breakdown_and_counts():
+    result = CliRunner().invoke(
+        cli_app, ["fit", "--model", "llama-3.1-70b", "--quant", "q4_k_m", "--context", "8192"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "weights" in result.output and "kv_cache" in result.output
+    assert "2 x nvidia-rtx-4090" in result.output
+    assert "1 x nvidia-rtx-a6000" in result.output
+    unknown = CliRunner().invoke(cli_app, ["fit", "--model", "llama-3.1-7b"])
+    assert unknown.exit_code == 2 and "llama-3.1-8b" in unknown.output
+
+
+def test_a_measured_split_is_used_and_its_ratio_scales_the_estimates(client, keys):
+    wl = "llama-3-70b-q4_k_m-tg512"
+    post_results(client, keys, "nvidia-rtx-a6000", wl, [15.0], "q4_k_m")
+    post_results(client, keys, "nvidia-rtx-a6000", wl, [14.1], "q4_k_m", count=2)
+    post_results(client, keys, "nvidia-rtx-4090", wl, [19.0], "q4_k_m", count=2)
+    params = {"model": "llama-3-70b", "quant": "q4_k_m", "context": 512, "max_gpus": 4}
+    items = {
+        (i["gpu"], i["count"]): i for i in client.get("/rankings", params=params).json()["items"]
+    }
+    assert items[("nvidia-rtx-4090", 2)]["basis"] == "measured"
+    assert items[("nvidia-rtx-4090", 2)]["throughput"] == pytest.approx(19.0)
+    assert items[("nvidia-rtx-a6000", 1)]["basis"] == "measured"  # fits one 48 GB card
+    recommended = client.get("/recommend", params={**params, "budget": 10**6, "limit": 50})
+    split = [
+        i
+        for i in recommended.json()["recommendations"]
+        if i["count"] > 1 and i["basis"] == "estimated"
+    ]
+    assert split, "some card needs a split and has no measurement"
+    # the measured 2-GPU / 1-GPU ratio (14.1 / 15), never a data-parallel speedup
+    assert all(i["scaling_factor"] == pytest.approx(14.1 / 15.0) for i in split)
+    assert all(i["scaling_basis"].startswith("split:learned") for i in split)

@@ -1,0 +1,200 @@
+"""Cost of ownership on /recommend and /rankings, and rent or buy on /compare."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlmodel import Session, select
+
+from service.catalog import loaders
+from service.domain.tco import (
+    CIRCUIT_CONTINUOUS_W,
+    LARGEST_ATX_PSU_W,
+    CostSettings,
+    PlatformCost,
+    break_even_hours,
+    ownership,
+    power_notes,
+)
+from service.models import Gpu, Price
+
+ASK = {"budget": 5000, "horizon_years": 3, "electricity_usd_per_kwh": 0.3, "hours_per_day": 12}
+HOURS = 12 * 365 * 3
+money = st.floats(min_value=0, max_value=1e7, allow_nan=False, allow_infinity=False)
+
+
+@given(
+    price=money,
+    count=st.integers(1, 8),
+    tdp=st.one_of(st.none(), st.floats(1, 2000)),
+    throughput=st.floats(0, 1e7),
+    years=st.floats(0.1, 20),
+    hours=st.floats(0.1, 24),
+    kwh=st.floats(0, 10),
+    resale=st.one_of(st.none(), st.floats(0, 1)),
+    ratio=st.one_of(st.none(), st.floats(0, 3)),
+    platform=st.one_of(st.none(), money),
+    host=st.one_of(st.none(), st.floats(0, 2000)),
+)
+def test_tco_is_price_plus_platform_plus_energy_minus_resale(
+    price, count, tdp, throughput, years, hours, kwh, resale, ratio, platform, host
+):
+    settings = CostSettings(years, hours, kwh, resale, None, host)
+    table = PlatformCost(count, platform, None, "test") if platform is not None else None
+    o = ownership(price, count, tdp, throughput, "images/s", settings, table, ratio)
+    assert o.tco_usd == price + o.platform_usd + o.energy_usd - o.resale_usd
+    assert o.platform_usd == (platform if platform is not None else 0.0)
+    draw = None if tdp is None else tdp * count + (host or 0.0)
+    assert o.draw_w == draw
+    assert o.energy_kwh == pytest.approx((draw or 0) * hours * 365 * years / 1000)
+    assert o.energy_usd == pytest.approx(o.energy_kwh * kwh)
+    fraction = resale if resale is not None else min(max(ratio or 0.0, 0.0), 1.0)
+    assert o.resale_usd == pytest.approx(price * fraction)
+    assert 0 <= o.resale_usd <= price
+    if throughput > 0:
+        units = throughput * hours * 365 * years * 3600
+        assert o.cost_per_million_units == pytest.approx(o.tco_usd / (units / 1e6))
+    else:
+        assert o.cost_per_million_units is None
+
+
+@given(fixed=money, draw=st.floats(0, 5000), kwh=st.floats(0, 1), rent=st.floats(0.01, 100))
+def test_break_even_is_where_owning_and_renting_cost_the_same(fixed, draw, kwh, rent):
+    hours = break_even_hours(fixed, draw, kwh, rent)
+    energy_per_hour = draw / 1000 * kwh
+    if rent <= energy_per_hour:
+        assert hours is None
+    else:
+        assert hours is not None
+        assert fixed + energy_per_hour * hours == pytest.approx(rent * hours, rel=1e-9, abs=1e-6)
+
+
+def test_power_notes_name_circuit_and_power_supply_limits():
+    assert power_notes(CIRCUIT_CONTINUOUS_W) == []
+    over_circuit = power_notes(CIRCUIT_CONTINUOUS_W + 1)
+    assert len(over_circuit) == 1 and "15 A/120 V" in over_circuit[0]
+    over_psu = power_notes(LARGEST_ATX_PSU_W + 1)
+    assert len(over_psu) == 2 and any("power supplies" in n for n in over_psu)
+
+
+def _add_price(engine, slug, days_ago=0, **fields):
+    with Session(engine) as session:
+        gpu = session.exec(select(Gpu).where(Gpu.slug == slug)).one()
+        today = datetime.now(UTC).date()
+        session.add(
+            Price(
+                gpu_id=gpu.id, source="test", observed_at=today - timedelta(days=days_ago), **fields
+            )
+        )
+        session.commit()
+
+
+def test_recommend_items_carry_cost_fields_that_add_up(client):
+    body = client.get("/recommend", params=ASK).json()
+    items = body["recommendations"]
+    assert items
+    for r in items:
+        total = r["total_price_usd"]
+        assert r["tco_usd"] == total + r["platform_usd"] + r["energy_usd"] - r["resale_usd"]
+        assert r["draw_w"] == pytest.approx(r["tdp_w"])
+        assert r["energy_kwh"] == pytest.approx(r["draw_w"] * HOURS / 1000)
+        assert r["energy_usd"] == pytest.approx(r["energy_kwh"] * 0.3)
+        units = r["throughput"] * HOURS * 3600
+        assert r["cost_per_million_units"] == pytest.approx(r["tco_usd"] / (units / 1e6))
+        assert "to own over 3 years" in r["why"]
+        assert r["break_even_hours"] is None  # no cloud prices in this database
+
+
+def test_platform_cost_comes_from_the_sourced_table_or_is_zero_and_said(client):
+    rows = {p.gpu_count: p for p in loaders.load_platforms()}
+    body = client.get("/recommend", params=ASK | {"budget": 20000, "limit": 50}).json()
+    counts = set()
+    for r in body["recommendations"]:
+        row = rows.get(r["count"])
+        counts.add(r["count"])
+        if row is None:
+            assert r["platform_usd"] == 0
+            assert f"no sourced platform cost for {r['count']} GPU(s)" in r["why"]
+        else:
+            parts = (row.host_usd, row.psu_usd, row.chassis_usd)
+            assert r["platform_usd"] == pytest.approx(sum(v for v in parts if v is not None))
+            assert row.source in r["why"]
+    assert len(counts) > 1
+    given = client.get("/recommend", params=ASK | {"platform_usd": 777, "resale": 0.5}).json()
+    for r in given["recommendations"]:
+        assert r["platform_usd"] == 777
+        assert r["resale_usd"] == pytest.approx(0.5 * r["total_price_usd"])
+
+
+def test_resale_defaults_to_the_used_new_price_ratio(db, client):
+    slug = "nvidia-rtx-4090"
+    _add_price(db, slug, usd=2000.0, condition="new")
+    _add_price(db, slug, usd=1500.0, condition="used")
+    items = client.get("/rankings", params={"condition": "new"}).json()["items"]
+    row = next(i for i in items if i["gpu"] == slug)
+    assert row["price"]["usd"] == 2000.0
+    assert row["resale_usd"] == pytest.approx(2000.0 * 1500.0 / 2000.0)
+    assert all(i["resale_usd"] == 0 for i in items if i["gpu"] != slug and i["price"])
+
+
+def test_sort_tco_ranks_by_cost_per_unit_of_work(client):
+    recs = client.get("/recommend", params=ASK | {"sort": "tco", "limit": 10}).json()
+    costs = [r["cost_per_million_units"] for r in recs["recommendations"]]
+    assert costs and costs == sorted(costs)
+    assert recs["recommendations"][0]["why"].startswith("#1 by cost of ownership")
+    ranked = client.get("/rankings", params={"sort": "tco"}).json()
+    assert ranked["sort"] == "tco"
+    known = [i["cost_per_million_units"] for i in ranked["items"]]
+    priced = [c for c in known if c is not None]
+    assert priced == sorted(priced) and known[: len(priced)] == priced
+
+
+def test_max_power_w_limits_draw_and_big_draws_say_so(client):
+    limited = client.get("/recommend", params=ASK | {"max_power_w": 500, "limit": 20}).json()
+    assert limited["recommendations"]
+    assert all(r["draw_w"] <= 500 for r in limited["recommendations"])
+    big = client.get(
+        "/recommend", params={"budget": 100000, "max_gpus": 8, "limit": 50, "mode": "independent"}
+    ).json()["recommendations"]
+    loud = [r for r in big if r["draw_w"] and r["draw_w"] > LARGEST_ATX_PSU_W]
+    assert loud
+    for r in big:
+        assert ("15 A/120 V" in r["why"]) == (r["draw_w"] is not None and r["draw_w"] > 1440)
+
+
+def test_compare_answers_cheapest_cloud_offer_and_break_even(db, client):
+    slug = client.get("/recommend", params=ASK).json()["recommendations"][0]["gpu"]
+    _add_price(db, slug, usd_per_hour=0.9, provider="alpha", condition="cloud", days_ago=30)
+    _add_price(db, slug, usd_per_hour=0.5, provider="alpha", condition="cloud")  # newest wins
+    _add_price(db, slug, usd_per_hour=0.7, provider="beta", condition="cloud")
+    client.app.state.read_model.changed()  # written behind the app's back
+    body = client.get("/compare", params={"gpu": slug, "count": 2, **ASK}).json()
+    assert [o["provider"] for o in body["cloud_offers"]] == ["alpha", "beta"]
+    cheapest = body["cheapest_cloud"]
+    assert cheapest["usd_per_hour"] == 0.5 and cheapest["source"] and cheapest["observed_at"]
+    buy = body["buy"]
+    fixed = buy["total_price_usd"] + buy["platform_usd"] - buy["resale_usd"]
+    energy_per_hour = buy["draw_w"] / 1000 * 0.3
+    expected = fixed / (2 * 0.5 - energy_per_hour)
+    assert body["break_even_hours"] == pytest.approx(expected)
+    assert body["rent_usd_over_horizon"] == pytest.approx(2 * 0.5 * HOURS)
+    assert (
+        buy["tco_usd"]
+        == buy["total_price_usd"] + buy["platform_usd"] + buy["energy_usd"] - (buy["resale_usd"])
+    )
+    recs = client.get("/recommend", params=ASK).json()
+    for r in recs["recommendations"]:
+        if r["gpu"] == slug:
+            assert r["break_even_hours"] is not None and "buying beats renting" in r["why"]
+        else:
+            assert r["break_even_hours"] is None
+    assert any(r["gpu"] == slug for r in recs["recommendations"])
+
+
+def test_compare_without_cloud_prices_or_for_an_unknown_gpu(client):
+    body = client.get("/compare", params={"gpu": "nvidia-rtx-4090"}).json()
+    assert body["cheapest_cloud"] is None and body["break_even_hours"] is None
+    assert "No current cloud price" in body["why"]
+    unknown = client.get("/compare", params={"gpu": "nvidia-rtx-9999"})
+    assert unknown.status_code == 422

@@ -1,0 +1,149 @@
+"""Fit, headroom, rooflines and ranking for LLM asks (service/domain/llm_fit.py), and the one
+compute-rate table the physics gate and the estimators share."""
+
+import math
+
+import pytest
+
+from service.catalog import llm
+from service.domain import llm_fit, memory
+from service.domain.estimate import BYTES_PER_PARAM
+from service.domain.plausibility import PeakRates, peak_tflops
+from service.domain.vocabulary import COMPUTE_PRECISION, PRECISIONS
+
+
+def ask(slug, task="inference", quant=None, context=4096, batch=1):
+    q = llm.quantization(quant or memory.DEFAULT_QUANT[task])
+    return llm_fit.Ask(llm.model(slug), task, q, context, batch)
+
+
+def test_every_precision_word_is_a_format_with_the_same_compute_precision_and_bytes():
+    named = 0
+    for word in PRECISIONS:
+        q = memory.find_quantization(word, list(llm.quantizations()))
+        if word == "tf32":
+            continue  # a compute mode, not a weight format
+        assert q is not None, word
+        assert COMPUTE_PRECISION[word] == q.compute_precision, word
+        assert BYTES_PER_PARAM[word] == pytest.approx(q.bits_per_weight / 8, rel=1e-3), word
+        named += 1
+    assert named == len(PRECISIONS) - 1
+
+
+def test_the_gate_judges_a_weight_format_at_its_compute_rate():
+    rates = PeakRates(fp32=80, fp16_tensor=330, bf16_tensor=330, fp8_tensor=660, int8=660)
+    assert peak_tflops(rates, "q4_k_m") == peak_tflops(rates, "fp16") == 330
+    assert peak_tflops(rates, "nf4") == 330
+    assert peak_tflops(rates, "nvfp4") == 660  # no FP4 column: the fp8 rate it surely has
+    assert peak_tflops(PeakRates(fp32=35.6), "q4_0") == 35.6  # no tensor cores
+
+
+def test_capacity_reads_catalog_memory_as_binary():
+    assert llm_fit.capacity_gb(24) == pytest.approx(25.77, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("memory_gb", "needed"), [(16, 4), (24, 2), (32, 2), (48, 1), (80, 1), (8, 8)]
+)
+def test_70b_q4_k_m_at_8k_needs_two_24_gb_cards_or_one_48(memory_gb, needed):
+    a = ask("llama-3.1-70b", quant="q4_k_m", context=8192)
+    assert llm_fit.gpus_needed(a, memory_gb, 8) == needed
+    per_gpu = a.breakdown(needed).total_gb
+    assert per_gpu <= llm_fit.capacity_gb(memory_gb)
+    if needed > 1:  # one fewer (that splits the heads evenly) would not fit
+        fewer = max(n for n in range(1, needed) if 64 % n == 0)
+        assert a.breakdown(fewer).total_gb > llm_fit.capacity_gb(memory_gb)
+
+
+def test_a_24_gb_card_has_more_headroom_than_a_16_gb_card_for_8b_qlora():
+    a = ask("llama-3.1-8b", task="qlora")
+    small, large = llm_fit.headroom(a, 16, 1), llm_fit.headroom(a, 24, 1)
+    assert small.max_batch is not None and large.max_batch is not None
+    assert large.max_batch > small.max_batch
+    assert large.max_context > small.max_context  # type: ignore[operator]
+    # the headroom is the edge: one more sequence does not fit
+    over = llm_fit.Ask(a.model, a.task, a.quant, a.context, large.max_batch + 1)
+    assert over.breakdown(1).total_gb > llm_fit.capacity_gb(24)
+
+
+def test_decode_roofline_reads_weights_and_kv_and_moe_reads_active_weights():
+    a = ask("llama-3.1-8b", quant="q4_k_m")
+    bytes_step = llm_fit.decode_bytes_per_step(a.model, a.quant, 4096, 1)
+    weights = memory.weight_bytes(a.model, a.quant)
+    kv = memory.kv_cache_bytes_per_token(a.model) * 4096
+    assert bytes_step == pytest.approx(weights + kv)
+    rate = llm_fit.roofline_tokens_per_s(a.model, a.quant, "decode", 4096, 1, 1000, 1000)
+    assert rate == pytest.approx(1000e9 / bytes_step)
+    moe = llm.model("mixtral-8x7b")
+    q = llm.quantization("q4_k_m")
+    ratio = llm_fit.decode_bytes_per_step(moe, q, 1, 1) / memory.weight_bytes(moe, q)
+    assert ratio == pytest.approx(moe.active_params_b / moe.params_b, rel=1e-3)
+
+
+def test_decode_at_large_batch_is_capped_by_compute():
+    a = ask("llama-3.1-8b", quant="q4_k_m")
+    slow_compute = llm_fit.roofline_tokens_per_s(a.model, a.quant, "decode", 512, 256, 3000, 10)
+    assert slow_compute == pytest.approx(10e12 / memory.flops_per_token(a.model, "decode", 512))
+
+
+def test_training_roofline_is_peak_over_flops_per_token():
+    a = ask("llama-3.1-8b", task="qlora")
+    rate = llm_fit.roofline_tokens_per_s(a.model, a.quant, "train", 4096, 1, 1000, 200)
+    assert rate == pytest.approx(200e12 / memory.flops_per_token(a.model, "train", 4096))
+
+
+def test_efficiency_is_learned_as_the_median_ratio_with_a_band_from_its_spread():
+    e = llm_fit.learn_efficiency([0.5, 0.6, 0.7, 0.6, 0.55], "decode")
+    assert e.basis == "learned" and e.n == 5
+    assert e.value == pytest.approx(0.6)
+    assert e.log_band >= math.log1p(0.1)
+    prior = llm_fit.learn_efficiency([], "train")
+    assert prior.basis == "prior" and prior.n == 0
+    assert llm_fit.learn_efficiency([], "decode").value != prior.value
+
+
+def test_split_speedup_uses_the_measured_ratio_at_the_nearest_count_else_none():
+    assert llm_fit.split_speedup({}, 1) == (1.0, "single")
+    assert llm_fit.split_speedup({}, 4) == (1.0, "split:assumed")
+    speed, basis = llm_fit.split_speedup({2: [0.9, 0.95, 1.0], 4: [0.8]}, 2)
+    assert speed == pytest.approx(0.95) and basis == "split:learned@2"
+    assert llm_fit.split_speedup({2: [0.9], 4: [0.8]}, 8) == (0.8, "split:learned@4")
+
+
+def option(slug, value, band, batch, price=1000.0):
+    room = llm_fit.Headroom(max_context=8192, max_batch=batch)
+    return llm_fit.Option(slug, 1, value, value * (1 - band), value * (1 + band), price, room)
+
+
+def test_inside_each_others_bands_more_headroom_ranks_first():
+    fast_small = option("a", 110, 0.2, batch=2)
+    slow_large = option("b", 100, 0.2, batch=6)
+    assert [o.slug for o in llm_fit.rank([fast_small, slow_large])] == ["b", "a"]
+
+
+def test_outside_the_bands_throughput_ranks_first():
+    fast_small = option("a", 200, 0.1, batch=2)
+    slow_large = option("b", 100, 0.1, batch=6)
+    assert [o.slug for o in llm_fit.rank([slow_large, fast_small])] == ["a", "b"]
+
+
+def test_equal_headroom_keeps_throughput_order():
+    ranked = llm_fit.rank([option("a", 100, 0.3, 2), option("b", 120, 0.3, 2)])
+    assert [o.slug for o in ranked] == ["b", "a"]
+
+
+def test_same_shape_links_llama_3_and_3_1_but_not_other_sizes():
+    assert llm.same_shape(llm.model("llama-3-8b"), llm.model("llama-3.1-8b"))
+    assert not llm.same_shape(llm.model("llama-3-8b"), llm.model("llama-3-70b"))
+    assert llm.model("llama-3-8b").max_context == 8192
+
+
+def test_unknown_model_and_format_suggest_close_names():
+    from service.core.errors import UnknownSlug
+
+    with pytest.raises(UnknownSlug) as exc:
+        llm.model("llama-3.1-8")
+    assert "llama-3.1-8b" in exc.value.suggestions
+    with pytest.raises(UnknownSlug) as exc:
+        llm.quantization("q4km")
+    assert exc.value.suggestions
