@@ -47,6 +47,20 @@ def seed() -> None:
         f"seeded {report.gpus} GPUs, {report.workloads} workloads, "
         f"{report.scaling_profiles} scaling profiles, {report.prices} launch prices"
     )
+    typer.echo(render_seeded_results(report.results))
+
+
+def render_seeded_results(r: Any) -> str:
+    """The measured-corpus part of the seed report, with what was skipped and why."""
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses.items())) or "none new"
+    lines = [f"measured results: {r.stored} stored ({statuses}), {r.already} already stored"]
+    for what, counter in (("GPU", r.skipped_gpu), ("workload", r.skipped_workload)):
+        if counter:
+            names = ", ".join(f"{k} ({n})" for k, n in counter.most_common())
+            lines.append(f"  skipped {sum(counter.values())} rows, {what} not in the DB: {names}")
+    if r.invalid:
+        lines.append(f"  skipped {r.invalid} rows the result schema refuses")
+    return "\n".join(lines)
 
 
 @app.command()
@@ -331,3 +345,38 @@ def agent(
 
 if __name__ == "__main__":
     app()
+
+
+@app.command("import")
+def import_file(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="llama-bench | lambda-csv"),
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="the tool's raw output"),
+    server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
+    key: str = typer.Option(..., envvar="GPU_ADVISOR_KEY", help="Submitter API key."),
+    timeout: float = typer.Option(60.0, help="Seconds per request."),
+) -> None:
+    """Post a benchmark tool's raw output (POST /results?format=FORMAT; safe to rerun)."""
+    import hashlib
+
+    body = file.read_bytes()
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Content-Type": "text/plain",
+        "Idempotency-Key": hashlib.sha256(body).hexdigest()[:64],
+    }
+    try:
+        r = httpx.post(
+            f"{server}/results",
+            params={"format": fmt},
+            content=body,
+            headers=headers,
+            timeout=timeout,
+        )
+    except httpx.TransportError as exc:
+        typer.echo(f"server unreachable: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if r.status_code != 201:
+        typer.echo(f"server refused: {r.status_code} {r.text}", err=True)
+        raise typer.Exit(1)
+    for outcome in r.json()["results"]:
+        typer.echo(f"result {outcome['id']}: {outcome['status']} {outcome['reason'] or ''}")

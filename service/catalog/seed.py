@@ -1,11 +1,12 @@
 """Load the shipped catalog into the database. Idempotent: rows already present are kept."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from service.catalog import loaders
+from service.catalog.seed_results import ResultSeedReport, seed_results
 from service.models import Gpu, Platform, Price, ScalingProfile, Workload
 from service.schemas.catalog import GpuCreate
 
@@ -17,6 +18,7 @@ class SeedReport:
     scaling_profiles: int = 0
     prices: int = 0
     platforms: int = 0
+    results: ResultSeedReport = field(default_factory=ResultSeedReport)
 
 
 def gpu_row(spec: GpuCreate) -> Gpu:
@@ -40,8 +42,9 @@ def _fill_availability(session: Session, specs: dict[str, GpuCreate]) -> None:
         session.add(gpu)
 
 
-def seed(engine: Engine) -> SeedReport:
-    """Insert catalog rows missing from the database, in one transaction; never overwrite."""
+def seed(engine: Engine, results: bool = True) -> SeedReport:
+    """Insert catalog rows missing from the database, in one transaction; never overwrite.
+    With `results`, also the measured corpus, through the ingestion gate (seed_results.py)."""
     report = SeedReport()
     with Session(engine) as session:
         known_gpus: dict[str, int] = {
@@ -95,5 +98,8 @@ def seed(engine: Engine) -> SeedReport:
             if platform.gpu_count not in known_platforms:
                 session.add(Platform(**platform.model_dump()))
                 report.platforms += 1
+        session.flush()
+        if results:
+            report.results = seed_results(session)
         session.commit()
     return report

@@ -30,6 +30,9 @@ GroupKey = tuple[int, int, str, int]  # gpu_id, workload_id, precision, gpu_coun
 GROUP_COLUMNS = ("gpu_id", "workload_id", "precision", "gpu_count")
 STATS_STATUSES = ("accepted", "outlier", "verified")  # values that shape a group's statistics
 AGGREGATE_STATUSES = ("accepted", "verified")  # values that feed medians and rankings
+# Outliers set by the peers step: they keep their status on every later pass and stay out of
+# the group's statistics (a group of one garbage value would otherwise accept itself).
+STICKY_REASONS = ("implausible_vs_peers", "superlinear_scaling")
 FULL_PASS_BELOW = 64
 REEVALUATE_GROWTH = 1.25
 RESULT_TABLE: Table = SQLModel.metadata.tables["result"]
@@ -42,6 +45,7 @@ class Member:
     value: float
     status: str
     locked: bool
+    reason: str | None = None
 
 
 # A result row the gate is about to insert, as the gate builds it: `value` is read, `status`
@@ -116,8 +120,9 @@ def _stored(session: Session, groups: list[GroupKey]) -> dict[GroupKey, Aggregat
 # Postgres: the groups travel as four arrays (one parameter each), so the statement text is
 # the same for every batch and psycopg parses it once, however many groups there are.
 _MEMBERS_PG = (
-    "SELECT r.id, r.value, r.status, r.status_locked, r.gpu_id, r.workload_id, r.precision,"
-    " r.gpu_count FROM result AS r JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
+    "SELECT r.id, r.value, r.status, r.status_locked, r.reason, r.gpu_id, r.workload_id,"
+    " r.precision, r.gpu_count FROM result AS r"
+    " JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
     " AS g(gpu_id, workload_id, precision, gpu_count) USING (gpu_id, workload_id, precision,"
     " gpu_count) WHERE r.status = ANY(%s)"
 )
@@ -135,12 +140,19 @@ def _members(session: Session, groups: list[GroupKey]) -> dict[GroupKey, list[Me
     else:
         t = RESULT_TABLE
         query = sa_select(
-            t.c.id, t.c.value, t.c.status, t.c.status_locked, *(t.c[c] for c in GROUP_COLUMNS)
+            t.c.id,
+            t.c.value,
+            t.c.status,
+            t.c.status_locked,
+            t.c.reason,
+            *(t.c[c] for c in GROUP_COLUMNS),
         ).where(_exact_groups(t, groups), t.c.status.in_(STATS_STATUSES))
         rows = session.execute(query).all()
     out: dict[GroupKey, list[Member]] = defaultdict(list)
-    for rid, value, status, locked, *key in rows:
-        out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked))
+    for rid, value, status, locked, reason, *key in rows:
+        if reason in STICKY_REASONS and not locked:
+            continue  # judged by the peers step: neither re-judged nor part of the statistics
+        out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked, reason))
     return out
 
 
