@@ -168,9 +168,13 @@ class EstimateModel:
         out: dict[str, est.Estimate] = {}
         obs = model.observations
         if self.anything_measured:
+            prior: dict[str, est.Estimate] | None = None
             for g in self.inputs.gpus:
                 p = model.predict(g.slug, spec.slug)
-                if p is None:
+                if p is None:  # the model cannot say (too little data): the stated prior can
+                    prior = prior if prior is not None else _prior(self.inputs, workload, precision)
+                    if g.slug in prior:
+                        out[g.slug] = prior[g.slug]
                     continue
                 o = obs.get((g.slug, spec.slug))
                 out[g.slug] = est.Estimate(

@@ -50,7 +50,7 @@ def test_read_model_monotone_within_architecture_and_stack(client, keys):
     post_results(client, keys, "nvidia-h100-sxm", [3900] * 3)
     post_results(client, keys, "nvidia-rtx-a6000", [900] * 3)
     items = client.get(
-        "/rankings", params={"workload": "resnet50-train", "min_memory_gb": 0, "limit": 500}
+        "/rankings", params={"workload": "resnet50-train", "min_memory_gb": 0}
     ).json()["items"]
     gpus = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
     est = {r["gpu"]: r for r in items if r["basis"] == "estimated"}
