@@ -180,7 +180,9 @@ def old_trainer(specs: Sequence[tm.GpuSpec], workloads: Sequence[tm.WorkloadSpec
                     if o.workload == workload
                 }
                 cache[workload] = old.estimate_all(
-                    perf, measured, old.Workload(wl.flops_per_unit, wl.memory_bound, wl.precision)
+                    perf,
+                    measured,
+                    old.WorkloadShape(wl.flops_per_unit, wl.memory_bound, wl.precision),
                 )
             e = cache[workload].get(gpu)
             return None if e is None else (e.value, e.low, e.high)

@@ -1,18 +1,21 @@
 """Command line: gpu-advisor serve | migrate | seed | keys | submit."""
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 import typer
 import uvicorn
+from sqlalchemy import make_url
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from service import submit as submit_client
 from service.auth import create_api_key, revoke_api_key
 from service.catalog.seed import seed as seed_catalog
 from service.core import migrations
-from service.core.db import make_engine
+from service.core.db import is_sqlite, make_engine
 from service.core.observability import configure_logging
 from service.core.server import GuardedH11Protocol
 from service.core.settings import get_settings
@@ -44,6 +47,20 @@ def seed() -> None:
         f"seeded {report.gpus} GPUs, {report.workloads} workloads, "
         f"{report.scaling_profiles} scaling profiles, {report.prices} launch prices"
     )
+    typer.echo(render_seeded_results(report.results))
+
+
+def render_seeded_results(r: Any) -> str:
+    """The measured-corpus part of the seed report, with what was skipped and why."""
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(r.statuses.items())) or "none new"
+    lines = [f"measured results: {r.stored} stored ({statuses}), {r.already} already stored"]
+    for what, counter in (("GPU", r.skipped_gpu), ("workload", r.skipped_workload)):
+        if counter:
+            names = ", ".join(f"{k} ({n})" for k, n in counter.most_common())
+            lines.append(f"  skipped {sum(counter.values())} rows, {what} not in the DB: {names}")
+    if r.invalid:
+        lines.append(f"  skipped {r.invalid} rows the result schema refuses")
+    return "\n".join(lines)
 
 
 @app.command()
@@ -74,6 +91,36 @@ def serve(
     )
 
 
+def _fail(message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(2)
+
+
+def migrated_engine() -> Engine:
+    """An engine on GPU_ADVISOR_DATABASE_URL, or one line naming the database and what to do
+    (exit 2) when it is missing, unreachable or not at the head revision. A SQLite file that
+    does not exist is not created: connecting would leave an empty database behind."""
+    url = get_settings().database_url
+    shown = make_url(url).render_as_string(hide_password=True)
+    todo = "run `gpu-advisor migrate` (with the same GPU_ADVISOR_DATABASE_URL) first"
+    database = make_url(url).database if is_sqlite(url) else None
+    if database and database != ":memory:" and not Path(database).exists():
+        _fail(f"no database at {shown}: {todo}")
+    engine = make_engine(url)
+    try:
+        revision = migrations.current_revision(engine)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or ["?"])[0]
+        _fail(f"cannot use the database at {shown}: {reason}")
+    head = migrations.head_revision(url)
+    if revision != head:
+        engine.dispose()
+        state = "is not migrated" if revision is None else f"is at revision {revision}, not {head}"
+        _fail(f"the database at {shown} {state}: {todo}")
+    return engine
+
+
 @keys_app.command("create")
 def keys_create(
     name: str = typer.Option(..., help="Who or what the key is for."),
@@ -83,7 +130,7 @@ def keys_create(
     if role not in ROLES:
         raise typer.BadParameter(f"role must be one of {', '.join(ROLES)}", param_hint="--role")
     role_: Role = "admin" if role == "admin" else "submitter"
-    engine = make_engine(get_settings().database_url)
+    engine = migrated_engine()
     with Session(engine) as session:
         key, secret = create_api_key(session, name, role_)
         session.commit()
@@ -95,7 +142,7 @@ def keys_create(
 @keys_app.command("list")
 def keys_list() -> None:
     """List keys without secrets."""
-    engine = make_engine(get_settings().database_url)
+    engine = migrated_engine()
     with Session(engine) as session:
         for key in session.exec(select(ApiKey).order_by(col(ApiKey.id))):
             state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "active"
@@ -108,7 +155,7 @@ def keys_revoke(
     prefix: str = typer.Argument(..., help="The key's prefix (see keys list)."),
 ) -> None:
     """Revoke a key; it is refused from the next request on."""
-    engine = make_engine(get_settings().database_url)
+    engine = migrated_engine()
     with Session(engine) as session:
         key = revoke_api_key(session, prefix)
         session.commit()
@@ -119,10 +166,26 @@ def keys_revoke(
     typer.echo(f"revoked {prefix}")
 
 
+def server_url(server: str | None) -> str:
+    """--server, else GPU_ADVISOR_SERVER, else the address `gpu-advisor serve` listens on
+    (GPU_ADVISOR_HOST:GPU_ADVISOR_PORT; a wildcard bind address is reached on 127.0.0.1)."""
+    if server:
+        return server
+    settings = get_settings()
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
 @app.command()
 def submit(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="results .json or .csv"),
-    server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
+    server: str | None = typer.Option(
+        None,
+        envvar="GPU_ADVISOR_SERVER",
+        help="gpu-advisor base URL (default http://GPU_ADVISOR_HOST:GPU_ADVISOR_PORT).",
+    ),
     key: str = typer.Option(..., envvar="GPU_ADVISOR_KEY", help="Submitter API key."),
     batch_size: int = typer.Option(MAX_BATCH, min=1, max=MAX_BATCH),
     timeout: float = typer.Option(60.0, help="Seconds per request."),
@@ -136,7 +199,7 @@ def submit(
             typer.echo(f"invalid: {problem}", err=True)
         raise typer.Exit(2) from None
     headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=server, headers=headers, timeout=timeout) as client:
+    with httpx.Client(base_url=server_url(server), headers=headers, timeout=timeout) as client:
         try:
             report = submit_client.submit(client, items, batch_size)
         except httpx.HTTPStatusError as exc:
@@ -154,7 +217,11 @@ def submit(
 @app.command()
 def recommend(
     budget: float = typer.Option(..., min=0.01, help="USD for all GPUs."),
-    server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
+    server: str | None = typer.Option(
+        None,
+        envvar="GPU_ADVISOR_SERVER",
+        help="gpu-advisor base URL (default http://GPU_ADVISOR_HOST:GPU_ADVISOR_PORT).",
+    ),
     workload: str | None = typer.Option(None, help="Workload slug (default: the server's)."),
     max_gpus: int = typer.Option(4, min=1, max=8),
     mode: str = typer.Option("parallel", help="parallel | independent"),
@@ -174,7 +241,9 @@ def recommend(
     if workload:
         params["workload"] = workload
     try:
-        response = httpx.get(f"{server.rstrip('/')}/recommend", params=params, timeout=30)
+        response = httpx.get(
+            f"{server_url(server).rstrip('/')}/recommend", params=params, timeout=30
+        )
     except httpx.TransportError as exc:
         typer.echo(f"server unreachable: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -182,6 +251,21 @@ def recommend(
         typer.echo(f"server refused: {response.status_code} {response.text}", err=True)
         raise typer.Exit(1)
     typer.echo(render_recommendations(response.json()))
+
+
+def _figure(value: float) -> str:
+    """As `why` writes figures: whole numbers from 100 up, else three significant digits."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.3g}"
+
+
+def _price_origin(price: dict[str, Any]) -> str:
+    """Where a unit price comes from and when: `msrp 2022-10-12`, `ebay used 2026-11-30`."""
+    source = str(price.get("source") or "?")
+    if "://" in source:
+        source = source.split("://", 1)[1].split("/", 1)[0]  # a URL: its host keeps rows short
+    condition = price.get("condition")
+    label = source if condition in (None, "new") else f"{source} {condition}"
+    return f"{label} {str(price.get('observed_at') or '')[:10]}".strip()
 
 
 @app.command()
@@ -217,7 +301,7 @@ def render_recommendations(body: dict[str, Any]) -> str:
     )
     if not body["recommendations"]:
         return f"{head}\nno configuration fits: {body['hint']}"
-    rows = [("#", "GPUs", "total $", body["unit"], "vs ref", "per $1k", "basis")]
+    rows = [("#", "GPUs", "total $", body["unit"], "vs ref", "per USD", "price", "basis")]
     for r in body["recommendations"]:
         gpus = r["gpu"] if r["count"] == 1 else f"{r['count']} x {r['gpu']}"
         rel = f"{r['relative_performance']:.2f}" if r["relative_performance"] else "-"
@@ -228,7 +312,8 @@ def render_recommendations(body: dict[str, Any]) -> str:
                 f"{r['total_price_usd']:,.0f}",
                 f"{r['throughput']:,.0f}",
                 rel,
-                f"{r['perf_per_dollar'] * 1000:,.0f}",
+                _figure(r["perf_per_dollar"]),
+                _price_origin(r["unit_price"]),
                 r["basis"] if r["basis"] == "estimated" else f"measured n={r['n']}",
             )
         )
@@ -260,3 +345,38 @@ def agent(
 
 if __name__ == "__main__":
     app()
+
+
+@app.command("import")
+def import_file(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="llama-bench | lambda-csv"),
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="the tool's raw output"),
+    server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
+    key: str = typer.Option(..., envvar="GPU_ADVISOR_KEY", help="Submitter API key."),
+    timeout: float = typer.Option(60.0, help="Seconds per request."),
+) -> None:
+    """Post a benchmark tool's raw output (POST /results?format=FORMAT; safe to rerun)."""
+    import hashlib
+
+    body = file.read_bytes()
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Content-Type": "text/plain",
+        "Idempotency-Key": hashlib.sha256(body).hexdigest()[:64],
+    }
+    try:
+        r = httpx.post(
+            f"{server}/results",
+            params={"format": fmt},
+            content=body,
+            headers=headers,
+            timeout=timeout,
+        )
+    except httpx.TransportError as exc:
+        typer.echo(f"server unreachable: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if r.status_code != 201:
+        typer.echo(f"server refused: {r.status_code} {r.text}", err=True)
+        raise typer.Exit(1)
+    for outcome in r.json()["results"]:
+        typer.echo(f"result {outcome['id']}: {outcome['status']} {outcome['reason'] or ''}")

@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
@@ -25,7 +25,9 @@ from service.api import (
     results,
     workloads,
 )
+from service.api.http_cache import HttpCaching
 from service.api.preauth import bearer_checker
+from service.api.query import reject_unknown_query
 from service.api.web import pages as web_pages
 from service.core.db import make_engine
 from service.core.errors import install_error_handlers
@@ -55,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Which GPU(s) to buy for deep learning, for a budget and a workload.",
         lifespan=lifespan,
+        dependencies=[Depends(reject_unknown_query)],  # unknown query parameters: 422
         responses={503: {"model": Problem, "description": "database unavailable; see Retry-After"}},
     )
     app.state.settings = settings
@@ -73,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         timeout_s=settings.body_timeout_s,
     )
     app.add_middleware(ServeCachedAnswers, answers=answers)
+    app.add_middleware(HttpCaching, max_age_s=settings.cache_ttl_s)  # outside: hits get ETags
     app.add_middleware(HttpMethods, router=app.router)
     app.add_middleware(RejectNulInUrl)
     app.add_middleware(RequestContext, metrics=app.state.metrics)  # outermost: sees every answer

@@ -2,6 +2,10 @@
 
 One upsert per write, in a transaction of its own (so refused or failed requests count too),
 shared by every API process. Old windows are swept when a key opens a new one.
+
+Kept apart from auth.py on purpose: auth.py is about key secrets (create, find, revoke; no
+engine, no commits), this is a counter with its own table and its own transaction on the
+engine; only api/security.py uses both, after the bearer check.
 """
 
 import time

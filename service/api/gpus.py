@@ -7,6 +7,7 @@ from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import SessionDep
+from service.api.http_cache import http_cached
 from service.api.pagination import decode_cursor, split_page
 from service.api.presenters import latest_for_gpu
 from service.catalog import lookup
@@ -18,6 +19,7 @@ CSV_COLUMNS = columns_for(GpuRead)
 
 
 @router.get("", response_model=Page[GpuRead], responses={200: {"content": {"text/csv": {}}}})
+@http_cached
 def list_gpus(
     request: Request,
     session: SessionDep,
@@ -46,6 +48,7 @@ def list_gpus(
 
 
 @router.get("/{slug}", response_model=GpuDetail, responses={404: {"model": Problem}})
+@http_cached
 def get_gpu(slug: str, session: SessionDep) -> GpuDetail:
     gpu = lookup.gpu_by_slug(session, slug)
     assert gpu.id is not None

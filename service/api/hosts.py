@@ -1,6 +1,8 @@
 """Admin: register calibration hosts (token shown once), list, request a rerun, retire."""
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from fastapi import APIRouter, status
 from sqlmodel import Session, col, select
@@ -45,6 +47,20 @@ def host_read(session: Session, host: Host, now: datetime, settings: Settings) -
     )
 
 
+def _act(
+    session: Session,
+    host_id: int,
+    settings: Settings,
+    action: Callable[[Session, Host, datetime], Any],
+) -> HostRead:
+    """An admin action on an active host, committed, answered with the host as it is now."""
+    host = _host(session, host_id)
+    now = utcnow()
+    action(session, host, now)
+    session.commit()
+    return host_read(session, host, now, settings)
+
+
 def _host(session: Session, host_id: int) -> Host:
     host = session.get(Host, host_id)
     if host is None or host.retired_at is not None:
@@ -87,19 +103,11 @@ def list_hosts(_admin: AdminKey, session: SessionDep, settings: SettingsDep) -> 
 def calibrate(
     host_id: RowId, _admin: AdminKey, session: WriteSessionDep, settings: SettingsDep
 ) -> HostRead:
-    host = _host(session, host_id)
-    now = utcnow()
-    host_service.request_calibration(session, host, now)
-    session.commit()
-    return host_read(session, host, now, settings)
+    return _act(session, host_id, settings, host_service.request_calibration)
 
 
 @router.delete("/{host_id}", response_model=HostRead, responses=WRITE_AUTH | NOT_FOUND)
 def retire(
     host_id: RowId, _admin: AdminKey, session: WriteSessionDep, settings: SettingsDep
 ) -> HostRead:
-    host = _host(session, host_id)
-    now = utcnow()
-    host_service.retire(session, host, now)
-    session.commit()
-    return host_read(session, host, now, settings)
+    return _act(session, host_id, settings, host_service.retire)

@@ -7,6 +7,7 @@ from fastapi.responses import Response
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
+from service.api.http_cache import http_cached
 from service.api.memory import ask_for
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model import llm as llm_rows
@@ -27,6 +28,7 @@ CSV_COLUMNS = columns_for(RankingItem)
     responses={200: {"content": {"text/csv": {}}}, 404: {"model": Problem}},
     summary="Rank GPUs for a workload by throughput or throughput per dollar",
 )
+@http_cached
 async def rankings(
     request: Request,
     read_model: ReadModelDep,

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from service.api.csv_format import Format, columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
+from service.api.http_cache import http_cached
 from service.api.memory import ask_for
 from service.domain.vocabulary import ConditionChoice, Mode, Precision
 from service.read_model import llm as llm_rows
@@ -56,6 +57,7 @@ class RecommendQuery(CostQuery):
     responses={200: {"content": {"text/csv": {}}}, 404: {"model": Problem}},
     summary="Best single and multi-GPU configurations for a budget and workload",
 )
+@http_cached
 async def recommend(
     request: Request, read_model: ReadModelDep, q: Annotated[RecommendQuery, Query()]
 ) -> Response:

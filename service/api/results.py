@@ -1,6 +1,7 @@
 """POST /results (one or a batch), GET /results, GET /results/{id}, admin PATCH /results/{id}."""
 
-from typing import Annotated, Any
+import json
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Query
 from fastapi.responses import JSONResponse
@@ -15,6 +16,7 @@ from service.core.errors import InvalidInput, NotFound
 from service.ingest import idempotency
 from service.ingest.gate import BatchRejected, store_results
 from service.ingest.groups import refresh_groups
+from service.ingest.importers.convert import read_import
 from service.models import ApiKey, Gpu, Result, ResultAudit, Workload, utcnow
 from service.schemas.common import Page
 from service.schemas.results import (
@@ -82,8 +84,20 @@ def post_results(
     idempotency_key: Annotated[
         str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
     ] = None,
+    body_format: Annotated[
+        Literal["json", "llama-bench", "lambda-csv"],
+        Query(alias="format", description="json (default) or a tool's raw output"),
+    ] = "json",
 ) -> JSONResponse:
-    items, is_batch = _parse(payload)
+    provenance = None
+    if body_format == "json":
+        items, is_batch = _parse(payload)
+    else:  # the tool's raw output: sent with --data-binary it arrives as bytes
+        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None
+        if text is None:  # sent as application/json: FastAPI parsed it already
+            text = json.dumps(payload)
+        items, provenance = read_import(session, body_format, text)
+        is_batch, payload = True, {"format": body_format, "body": text}
     assert submitter.id is not None
     record = None
     if idempotency_key is not None:
@@ -105,7 +119,8 @@ def post_results(
             )
         record = claimed
     try:
-        outcomes = [o.model_dump() for o in store_results(session, items, submitter)]
+        stored = store_results(session, items, submitter, provenance)
+        outcomes = [o.model_dump() for o in stored]
     except BatchRejected:
         session.rollback()
         raise

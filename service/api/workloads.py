@@ -4,6 +4,7 @@ from fastapi import APIRouter
 from sqlmodel import col, select
 
 from service.api.deps import SessionDep
+from service.api.http_cache import http_cached
 from service.catalog import lookup
 from service.models import ScalingProfile, Workload
 from service.schemas.catalog import ScalingProfileRead, WorkloadRead
@@ -13,6 +14,7 @@ router = APIRouter(tags=["workloads"])
 
 
 @router.get("/workloads", response_model=Page[WorkloadRead])
+@http_cached
 def list_workloads(session: SessionDep) -> Page[WorkloadRead]:
     rows = session.exec(select(Workload).order_by(col(Workload.slug))).all()
     return Page[WorkloadRead](items=[WorkloadRead.model_validate(w) for w in rows])

@@ -1,12 +1,13 @@
 """Load the shipped catalog into the database. Idempotent: rows already present are kept."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from service.catalog import loaders
+from service.catalog.seed_results import ResultSeedReport, seed_results
 from service.models import Gpu, Platform, Price, ScalingProfile, Workload
 from service.schemas.catalog import GpuCreate
 
@@ -19,6 +20,7 @@ class SeedReport:
     prices: int = 0
     skipped_prices: int = 0  # rows of prices.csv / sold_as.csv naming a GPU not in the catalog
     platforms: int = 0
+    results: ResultSeedReport = field(default_factory=ResultSeedReport)
 
 
 def gpu_row(spec: GpuCreate) -> Gpu:
@@ -101,8 +103,9 @@ def _seed_prices(session: Session, known_gpus: dict[str, int], report: SeedRepor
             report.prices += 1
 
 
-def seed(engine: Engine) -> SeedReport:
-    """Insert catalog rows missing from the database, in one transaction; never overwrite."""
+def seed(engine: Engine, results: bool = True) -> SeedReport:
+    """Insert catalog rows missing from the database, in one transaction; never overwrite.
+    With `results`, also the measured corpus, through the ingestion gate (seed_results.py)."""
     report = SeedReport()
     with Session(engine) as session:
         known_gpus: dict[str, int] = {
@@ -158,5 +161,8 @@ def seed(engine: Engine) -> SeedReport:
             if platform.gpu_count not in known_platforms:
                 session.add(Platform(**platform.model_dump()))
                 report.platforms += 1
+        session.flush()
+        if results:
+            report.results = seed_results(session)
         session.commit()
     return report

@@ -53,6 +53,12 @@ class RejectNulInUrl:
 Authenticate = Callable[[str], bool]
 
 
+def _names_a_format(scope: Scope) -> bool:
+    """`?format=...` declares the body's format itself (the importers parse and validate it)."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    return any(part.startswith("format=") for part in query.split("&"))
+
+
 class BodySizeLimit:
     """Guards every request body before a handler sees it.
 
@@ -64,7 +70,8 @@ class BodySizeLimit:
     * Bytes buffered by all requests in flight are bounded by `max_inflight_bytes`: a
       request whose next chunk would pass it is answered 503 (Retry-After: 1) at once.
     * A body that is not complete within `timeout_s` of its first byte being awaited gets 408.
-    * A non-empty body that is not declared JSON (no or another Content-Type) gets 415.
+    * A non-empty body that is not declared JSON (no or another Content-Type) gets 415, unless
+      the query names its `format=` (a tool's raw output, e.g. llama-bench JSONL or a CSV).
     * A client that hangs up mid-body is left alone (RequestContext counts it as 499).
     """
 
@@ -101,7 +108,7 @@ class BodySizeLimit:
             self.inflight_bytes -= held[0]
         if body is None:
             return
-        if body and not _is_json(scope):
+        if body and not _is_json(scope) and not _names_a_format(scope):
             await _answer(send, 415, "send the body as JSON with 'Content-Type: application/json'")
             return
         replayed = False

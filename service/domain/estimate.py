@@ -89,6 +89,7 @@ class Estimate:
     high: float
     model: str  # measured | fit | spec-ratio | roofline-prior
     mad: float | None = None  # of the measured results, when measured
+    band: float = 0.8  # nominal coverage of low..high
 
     @property
     def relative_error(self) -> float:

@@ -59,3 +59,58 @@ def exceeds_peak(
         return False
     implied = implied_tflops(value, flops_per_unit, gpu_count)
     return implied > PEAK_TOLERANCE * peak_tflops(rates, precision)
+
+
+# --- Peers check (issue 11 section 4) -------------------------------------------------------
+#
+# A result is compared with what *other* measured GPUs reach on the same workload and precision.
+# Efficiency is per-GPU throughput divided by a GPU's ceiling: its peak rate for compute-bound
+# work, its memory bandwidth for memory-bound work. The workload's FLOPs (or bytes) per unit is
+# the same for every GPU, so it cancels in the ratio and the check works for workloads without
+# flops_per_unit too. Compute-bound results are flagged only when they beat the best peer by
+# PEER_FACTOR on both the compute and the bandwidth measure: tensor-core peaks are far from
+# reachable on many workloads, so a GPU without tensor cores can look "too efficient" against its
+# FLOPs alone while being ordinary against its bandwidth. No per-GPU constants.
+
+PEER_FACTOR = 2.0
+SUPERLINEAR_FACTOR = 1.2  # per-GPU throughput on N GPUs vs the same GPU's single-GPU median
+
+IMPLAUSIBLE_VS_PEERS = "implausible_vs_peers"
+SUPERLINEAR_SCALING = "superlinear_scaling"
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Per-GPU throughput per TFLOPS of peak and per GB/s of bandwidth (relative units)."""
+
+    compute: float
+    bandwidth: float
+
+
+def efficiency(
+    value: float, gpu_count: int, rates: PeakRates, precision: str, bandwidth_gbs: float
+) -> Efficiency:
+    per_gpu = value / gpu_count
+    return Efficiency(per_gpu / peak_tflops(rates, precision), per_gpu / bandwidth_gbs)
+
+
+def implausible_vs_peers(candidate: Efficiency, best_peer: Efficiency, memory_bound: bool) -> bool:
+    """True when `candidate` is far beyond the best efficiency other GPUs reach."""
+    over_bandwidth = candidate.bandwidth > PEER_FACTOR * best_peer.bandwidth
+    if memory_bound:
+        return over_bandwidth
+    return over_bandwidth and candidate.compute > PEER_FACTOR * best_peer.compute
+
+
+def best_efficiency(peers: list[Efficiency]) -> Efficiency | None:
+    """Componentwise best of the peers' efficiencies; None without peers."""
+    if not peers:
+        return None
+    return Efficiency(max(p.compute for p in peers), max(p.bandwidth for p in peers))
+
+
+def superlinear(value: float, gpu_count: int, single_gpu_median: float | None) -> bool:
+    """True when N GPUs claim clearly more than N times one GPU's throughput."""
+    if gpu_count <= 1 or single_gpu_median is None or single_gpu_median <= 0:
+        return False
+    return value / gpu_count > SUPERLINEAR_FACTOR * single_gpu_median

@@ -131,10 +131,13 @@ def _basis_phrase(config: Configuration, unit: str) -> str:
         return f"median of {config.n} accepted results"
     likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
     model = config.candidate.estimate.model
-    if model == "fit":
-        return f"estimated by a fit on {config.n} measured GPUs, {likely}"
-    if model == "spec-ratio":
-        return f"estimated from specs relative to {config.n} measured GPU(s), {likely}"
+    band = f"{config.candidate.estimate.band:.0%} band"
+    if model in ("nnls", "fit"):
+        return f"estimated by a model fitted on {config.n} measured GPUs, {likely} ({band})"
+    if model in ("shape-scaled", "spec-ratio"):
+        return f"estimated from specs relative to {config.n} measured GPU(s), {likely} ({band})"
+    if model == "borrowed":
+        return f"estimated from similar measured workloads, none on this one, {likely} ({band})"
     return f"estimated from specs alone, no results yet, {likely}"
 
 
@@ -157,5 +160,5 @@ def why(config: Configuration, rank: int, budget: float, unit: str, reference: s
     return (
         f"{lead} within ${budget:,.0f}: {what} for ${config.total_price:,.0f}{scaling} gives "
         f"~{_fmt(config.throughput)} {unit} ({source}), "
-        f"{_fmt(config.perf_per_dollar * 1000)} {unit} per $1,000; reference {reference} = 1.0."
+        f"{_fmt(config.perf_per_dollar)} {unit} per USD; reference {reference} = 1.0."
     )

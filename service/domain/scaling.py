@@ -1,4 +1,13 @@
-"""Multi-GPU scaling: parallel (data parallel in one box) and independent experiments."""
+"""Multi-GPU scaling: parallel (data parallel in one box) and independent experiments.
+
+Memory-bound decode (batch-1 LLM inference) is never scaled by data-parallel training profiles:
+one token cannot be split across data-parallel replicas. In parallel mode it is tensor-parallel:
+each GPU streams 1/N of the weights, so bandwidth adds, less an interconnect cost of one
+all-reduce per layer per token. ASSUMED (no measured source in the corpus): each GPU beyond
+the first adds TP_COST[link] to the time per token relative to perfect scaling, speedup =
+N / (1 + cost x (N - 1)); 0.15 over PCIe, 0.05 over NVLink. mode=independent is N replicas
+(N x one GPU), as for any workload. Measured multi-GPU results override both (recommend.py).
+"""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,12 +44,29 @@ def efficiency(
     return min(profiles[(fw, link, known)], 1.0), fw, link
 
 
+TP_COST = {"pcie": 0.15, "nvlink": 0.05}  # assumed, see the module docstring
+
+
+def tensor_parallel(interconnect: str, count: int) -> Scaling:
+    """Decode speedup on `count` GPUs split tensor-parallel (assumed interconnect cost)."""
+    link = "nvlink" if "nvlink" in interconnect.lower() else "pcie"
+    return Scaling(count / (1 + TP_COST[link] * (count - 1)), f"tensor-parallel:{link}")
+
+
 def scaling(
-    profiles: Mapping[ProfileKey, float], mode: Mode, framework: str, interconnect: str, count: int
+    profiles: Mapping[ProfileKey, float],
+    mode: Mode,
+    framework: str,
+    interconnect: str,
+    count: int,
+    decode: bool = False,
 ) -> Scaling:
+    """Speedup of `count` GPUs; `decode`: a memory-bound decode workload (tensor-parallel)."""
     if count == 1:
         return Scaling(1.0, "single")
     if mode == "independent":
         return Scaling(float(count), "independent")
+    if decode:
+        return tensor_parallel(interconnect, count)
     eff, fw, link = efficiency(profiles, framework, interconnect, count)
     return Scaling(count * eff, f"profile:{fw}/{link}")

@@ -14,6 +14,7 @@ Design decisions:
   with renting `count` GPUs at the cheapest cloud rate: fixed / (rent per hour - energy per hour).
 """
 
+import math
 from dataclasses import dataclass, field
 
 HOURS_PER_YEAR = 365 * 24
@@ -93,7 +94,8 @@ def ownership(
     resale_usd = price_usd * fraction
     total = tco(price_usd, platform_usd, energy_usd, resale_usd)
     units = throughput * settings.hours * 3600
-    per_million = total / (units / 1e6) if units > 0 else None
+    millions = units / 1e6
+    per_million = total / millions if millions > 0 and math.isfinite(total / millions) else None
     if per_million is not None:
         notes.insert(
             0,

@@ -30,6 +30,12 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   kind when it has fewer than ``MIN_CONFORMAL`` of its own), never below the measured spread of
   the workload's results; a measured value's band is its own spread or, for a single result,
   the pooled spread of that workload's results: never zero-width.
+- Few data and nothing to borrow from (fewer than ``MIN_NNLS_GPUS`` GPUs, no other workload
+  fitted): a stated prior shape, all work on the tensor unit (memory for a memory-bound
+  workload), scaled to the data: a spec ratio.
+- Odd data never raises: rates are clamped to [RATE_MIN, RATE_MAX], medians outside
+  [VALUE_MIN, VALUE_MAX] or not finite are ignored, log half-widths are capped at
+  ``MAX_LOG_HALF_WIDTH``, and a workload whose fit fails numerically is left unfitted.
 """
 
 from __future__ import annotations
@@ -55,6 +61,18 @@ IRLS_ROUNDS = 6
 # stated, that keeps a single result's band from being zero-width. Replaced by data.
 DEFAULT_RELATIVE_NOISE = 0.05
 MAD_TO_SIGMA = 1.4826
+RATE_MIN, RATE_MAX = 1e-6, 1e9  # TFLOPS or GB/s: clamps that keep 1 / rate finite
+VALUE_MIN, VALUE_MAX = 1e-9, 1e12  # units/s a median may have to be used at all
+MAX_LOG_HALF_WIDTH = math.log(1e3)  # a band wider than x1000 either way says nothing more
+MAX_LOG_MULTIPLIER = math.log(1e3)  # a pooled efficiency beyond x1000 is a data error
+
+
+def _clamp_rate(x: float) -> float:
+    return min(max(x, RATE_MIN), RATE_MAX) if math.isfinite(x) else RATE_MIN
+
+
+def _usable(o: Observation) -> bool:
+    return math.isfinite(o.median) and VALUE_MIN <= o.median <= VALUE_MAX
 
 
 def _z(coverage: float) -> float:
@@ -110,9 +128,9 @@ class GpuSpec:
         cal = self.calibration
         return np.array(
             [
-                tensor * cal.get(f"tensor:{precision}", 1.0),
-                self.fp32_tflops * cal.get("vector", 1.0),
-                self.bandwidth_gbs * cal.get("memory", 1.0),
+                _clamp_rate(tensor * cal.get(f"tensor:{precision}", 1.0)),
+                _clamp_rate(self.fp32_tflops * cal.get("vector", 1.0)),
+                _clamp_rate(self.bandwidth_gbs * cal.get("memory", 1.0)),
             ]
         )
 
@@ -179,7 +197,8 @@ class Efficiencies:
 
     def log_multiplier(self, spec: GpuSpec, own: bool = True) -> float:
         out = self.stack.get(spec.stack, 0.0) + self.group.get(spec.group, 0.0)
-        return out + (self.gpu.get(spec.slug, 0.0) if own else 0.0)
+        out += self.gpu.get(spec.slug, 0.0) if own else 0.0
+        return min(max(out, -MAX_LOG_MULTIPLIER), MAX_LOG_MULTIPLIER) if math.isfinite(out) else 0.0
 
 
 # --------------------------------------------------------------------------- NNLS
@@ -337,7 +356,7 @@ class FittedModel:
             rel = _relative_sigma(obs)
             if rel is None:
                 rel = self.noise.get(workload, DEFAULT_RELATIVE_NOISE)
-            half = z * rel
+            half = min(max(z * rel, 1e-6), MAX_LOG_HALF_WIDTH)
             return Prediction(
                 gpu,
                 workload,
@@ -356,16 +375,47 @@ class FittedModel:
         if not (math.isfinite(value) and value > 0):
             return None
         half = max(fit.half_width, z * self.noise.get(workload, DEFAULT_RELATIVE_NOISE))
+        half = min(half, MAX_LOG_HALF_WIDTH) if math.isfinite(half) else MAX_LOG_HALF_WIDTH
+        half = max(half, 1e-6)
+        low, high = value * math.exp(-half), value * math.exp(half)
+        if not (math.isfinite(low) and math.isfinite(high)):
+            return None
         return Prediction(
             gpu,
             workload,
             value,
-            value * math.exp(-half),
-            value * math.exp(half),
+            low,
+            high,
             "estimated",
             fit.method,
             fit.n_gpus,
             self.coverage,
+        )
+
+    def with_workload(self, wl: WorkloadSpec) -> FittedModel:
+        """This model, also covering `wl` (a workload it was not fitted with, nothing measured
+        on it): borrowed from the nearest fitted workloads of its kind, as in `fit`."""
+        if wl.slug in self.workloads:
+            return self
+        wls = {**self.workloads, wl.slug: wl}
+        fits = dict(self.fits)
+        shape = _shape(fits, wls, wl, per_flop=True) if wl.flops_per_unit else None
+        if shape is not None and wl.flops_per_unit:
+            x = shape * wl.flops_per_unit
+            nnls_fitted = [wls[k] for k in fits if fits[k].method == "nnls"]
+            loo = tuple(e for s in _similar(wl, nnls_fitted) for e in fits[s.slug].loo_log_errors)
+            q = conformal_quantile(loo, self.coverage) if loo else math.nan
+            if not math.isfinite(q):
+                q = _z(self.coverage) * DEFAULT_RELATIVE_NOISE * 3
+            fits[wl.slug] = WorkloadFit(
+                wl.slug, (float(x[0]), float(x[1]), float(x[2])), float(x[3]), "borrowed", 0, q, loo
+            )
+        noise = dict(self.noise)
+        noise.setdefault(
+            wl.slug, float(np.median(list(noise.values()))) if noise else DEFAULT_RELATIVE_NOISE
+        )
+        return FittedModel(
+            self.gpus, wls, self.observations, fits, self.efficiency, noise, self.coverage
         )
 
     def predict_all(self) -> dict[tuple[str, str], Prediction]:
@@ -386,8 +436,8 @@ def _throughput(
 
 
 def _relative_sigma(obs: Observation) -> float | None:
-    if obs.n >= 2 and obs.mad > 0 and obs.median > 0:
-        return MAD_TO_SIGMA * obs.mad / obs.median
+    if obs.n >= 2 and math.isfinite(obs.mad) and obs.mad > 0 and obs.median > 0:
+        return min(MAD_TO_SIGMA * obs.mad / obs.median, MAX_LOG_HALF_WIDTH)
     return None
 
 
@@ -437,6 +487,12 @@ def _shape(
     return np.mean(vecs, axis=0) if vecs else None
 
 
+def prior_shape(wl: WorkloadSpec) -> np.ndarray:
+    """Stated prior work split (tensor, vector, memory, overhead): all tensor math, or all memory
+    traffic for a memory-bound workload. Used only with too few data and nothing to borrow."""
+    return np.array([0.0, 0.0, 1.0, 0.0]) if wl.memory_bound else np.array([1.0, 0.0, 0.0, 0.0])
+
+
 def _fit_one(
     design: np.ndarray, times: np.ndarray, shape: np.ndarray | None, method: str
 ) -> np.ndarray | None:
@@ -462,7 +518,7 @@ def fit(
     obs = {
         (o.gpu, o.workload): o
         for o in observations
-        if o.gpu in specs and o.workload in wls and o.median > 0
+        if o.gpu in specs and o.workload in wls and _usable(o)
     }
     by_w: dict[str, list[Observation]] = {}
     for o in obs.values():
@@ -480,7 +536,8 @@ def fit(
                 continue
             for o in rows:
                 t = f.time(specs[o.gpu].rates(wls[w].precision))
-                residuals[(o.gpu, w)] = math.log(o.median * t)
+                if math.isfinite(t) and t > 0:
+                    residuals[(o.gpu, w)] = math.log(o.median * t)
         eff = pool_efficiencies(residuals, specs)
     fits = _fit_workloads(specs, wls, by_w, eff, fits, with_loo=True)
     z = _z(coverage)
@@ -542,13 +599,19 @@ def _fit_workloads(
         times = mult / np.array([o.median for o in rows])
         shape_source = {k: v for k, v in {**previous, **fits}.items() if k != w}
         shape = _shape(shape_source, wls, wl, per_flop=False)
+        if shape is None and len(rows) < MIN_NNLS_GPUS:
+            shape = prior_shape(wl)
         methods = ["shape-scaled"] if shape is not None else []
         if len(rows) >= MIN_NNLS_GPUS or shape is None:
             methods.append("nnls")
         best: tuple[float, str, np.ndarray, tuple[float, ...]] | None = None
         for method in methods:
-            x = _fit_one(design, times, shape, method)
-            if x is None:
+            try:
+                with np.errstate(all="ignore"):
+                    x = _fit_one(design, times, shape, method)
+            except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+                x = None
+            if x is None or not np.isfinite(x).all():
                 continue
             loo: tuple[float, ...] = ()
             score = 0.0
@@ -609,8 +672,12 @@ def _loo_errors(
     out = []
     for i in range(len(rows)):
         keep = np.arange(len(rows)) != i
-        x = _fit_one(design[keep], times[keep], shape, method)
-        if x is None:
+        try:
+            with np.errstate(all="ignore"):
+                x = _fit_one(design[keep], times[keep], shape, method)
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            x = None
+        if x is None or not np.isfinite(x).all():
             continue
         t = float(design[i] @ x)
         if t <= 0:

@@ -1,4 +1,4 @@
-"""The ingestion gate: schema (done by schemas.py) -> physics -> statistics -> stored.
+"""The ingestion gate: schema (schemas.py) -> physics -> peers (peers.py) -> statistics -> stored.
 
 A batch is stored in the caller's transaction: either every row lands with its status and
 reason, or (on any unknown slug) nothing does. The statistics step (service.groups) runs under
@@ -7,7 +7,7 @@ at once.
 """
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlmodel import Session
@@ -18,6 +18,7 @@ from service.core.db import insert_returning_ids
 from service.core.errors import InvalidInput
 from service.domain.plausibility import exceeds_peak
 from service.ingest.groups import RESULT_TABLE, GroupKey, evaluate, group_key
+from service.ingest.peers import check_peers
 from service.models import ApiKey, Gpu, Workload, utcnow
 from service.schemas.results import ResultIn, ResultOutcome
 
@@ -56,14 +57,22 @@ def _resolve(
 
 
 def store_results(
-    session: Session, items: Sequence[ResultIn], submitter: ApiKey
+    session: Session,
+    items: Sequence[ResultIn],
+    submitter: ApiKey,
+    provenance: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[ResultOutcome]:
-    """Gate and insert `items` in the caller's transaction; their outcomes, in order."""
+    """Gate and insert `items` in the caller's transaction; their outcomes, in order.
+
+    `provenance` (one mapping per item, optional) fills the result's source, importer,
+    device_string and system: importers and the seed know them, a plain JSON post does not.
+    """
     gpus, workloads = _resolve(session, items)
     now = utcnow()
     rates = {slug: peak_rates(gpu) for slug, gpu in gpus.items()}
     rows: list[dict[str, Any]] = []
-    for item in items:
+    extras = provenance or [{} for _ in items]
+    for item, extra in zip(items, extras, strict=True):
         gpu, workload = gpus[item.gpu], workloads[item.workload]
         possible = not exceeds_peak(
             item.value, workload.flops_per_unit, item.gpu_count, rates[item.gpu], item.precision
@@ -79,11 +88,16 @@ def store_results(
                 "submitter_id": submitter.id,
                 "created_at": now,
                 "updated_at": now,
+                "source": extra.get("source"),
+                "importer": extra.get("importer", "json"),
+                "device_string": extra.get("device_string"),
+                "system": extra.get("system"),
             }
         )
+    check_peers(session, rows, {w.id: w for w in workloads.values() if w.id is not None})
     by_group: dict[GroupKey, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        if row["status"] != "rejected":
+        if row["status"] == "accepted":  # rejected and peer-flagged rows skip statistics
             by_group[group_key(row)].append(row)
     evaluate(session, by_group)
     ids = insert_returning_ids(session, RESULT_TABLE, rows)

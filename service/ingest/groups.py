@@ -14,7 +14,8 @@ new result, instead of re-reading every large group on every write.
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, and_, bindparam, tuple_, update
@@ -29,6 +30,9 @@ GroupKey = tuple[int, int, str, int]  # gpu_id, workload_id, precision, gpu_coun
 GROUP_COLUMNS = ("gpu_id", "workload_id", "precision", "gpu_count")
 STATS_STATUSES = ("accepted", "outlier", "verified")  # values that shape a group's statistics
 AGGREGATE_STATUSES = ("accepted", "verified")  # values that feed medians and rankings
+# Outliers set by the peers step: they keep their status on every later pass and stay out of
+# the group's statistics (a group of one garbage value would otherwise accept itself).
+STICKY_REASONS = ("implausible_vs_peers", "superlinear_scaling")
 FULL_PASS_BELOW = 64
 REEVALUATE_GROWTH = 1.25
 RESULT_TABLE: Table = SQLModel.metadata.tables["result"]
@@ -41,6 +45,45 @@ class Member:
     value: float
     status: str
     locked: bool
+    reason: str | None = None
+
+
+# A result row the gate is about to insert, as the gate builds it: `value` is read, `status`
+# and `reason` are set here, its other columns pass through untouched (a plain dict, so the
+# gate inserts it as is).
+NewRow = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One group's aggregate row: the public figures (accepted and verified values) and the
+    statistics of all STATS_STATUSES values, as of `evaluated_n` at its last full pass."""
+
+    median: float
+    n: int
+    mad: float
+    stats: GroupStats
+    evaluated_n: int
+
+    @classmethod
+    def from_row(cls, row: Any) -> "Aggregate":
+        stats = GroupStats(row.stats_n, row.stats_median, row.stats_mad, row.stats_mean_ad)
+        return cls(row.median, row.n, row.mad, stats, row.evaluated_n)
+
+    def as_row(self, group: GroupKey, now: datetime) -> dict[str, Any]:
+        """The one place the aggregate table's columns are spelled out."""
+        return {
+            **dict(zip(GROUP_COLUMNS, group, strict=True)),
+            "median": self.median,
+            "n": self.n,
+            "mad": self.mad,
+            "stats_n": self.stats.n,
+            "stats_median": self.stats.median,
+            "stats_mad": self.stats.mad,
+            "stats_mean_ad": self.stats.mean_ad,
+            "evaluated_n": self.evaluated_n,
+            "updated_at": now,
+        }
 
 
 def group_key(row: Mapping[str, Any] | Any) -> GroupKey:
@@ -66,19 +109,20 @@ def _around_groups(table: Table, groups: list[GroupKey]) -> Any:
     )
 
 
-def _stored(session: Session, groups: list[GroupKey]) -> dict[GroupKey, Any]:
+def _stored(session: Session, groups: list[GroupKey]) -> dict[GroupKey, Aggregate]:
     rows = session.execute(
         sa_select(AGGREGATE_TABLE).where(_around_groups(AGGREGATE_TABLE, groups))
     )
     wanted = set(groups)
-    return {k: row for row in rows if (k := group_key(row._mapping)) in wanted}
+    return {k: Aggregate.from_row(row) for row in rows if (k := group_key(row._mapping)) in wanted}
 
 
 # Postgres: the groups travel as four arrays (one parameter each), so the statement text is
 # the same for every batch and psycopg parses it once, however many groups there are.
 _MEMBERS_PG = (
-    "SELECT r.id, r.value, r.status, r.status_locked, r.gpu_id, r.workload_id, r.precision,"
-    " r.gpu_count FROM result AS r JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
+    "SELECT r.id, r.value, r.status, r.status_locked, r.reason, r.gpu_id, r.workload_id,"
+    " r.precision, r.gpu_count FROM result AS r"
+    " JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
     " AS g(gpu_id, workload_id, precision, gpu_count) USING (gpu_id, workload_id, precision,"
     " gpu_count) WHERE r.status = ANY(%s)"
 )
@@ -96,29 +140,88 @@ def _members(session: Session, groups: list[GroupKey]) -> dict[GroupKey, list[Me
     else:
         t = RESULT_TABLE
         query = sa_select(
-            t.c.id, t.c.value, t.c.status, t.c.status_locked, *(t.c[c] for c in GROUP_COLUMNS)
+            t.c.id,
+            t.c.value,
+            t.c.status,
+            t.c.status_locked,
+            t.c.reason,
+            *(t.c[c] for c in GROUP_COLUMNS),
         ).where(_exact_groups(t, groups), t.c.status.in_(STATS_STATUSES))
         rows = session.execute(query).all()
     out: dict[GroupKey, list[Member]] = defaultdict(list)
-    for rid, value, status, locked, *key in rows:
-        out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked))
+    for rid, value, status, locked, reason, *key in rows:
+        if reason in STICKY_REASONS and not locked:
+            continue  # judged by the peers step: neither re-judged nor part of the statistics
+        out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked, reason))
     return out
 
 
-def _needs_full_pass(stored: Any, new_count: int) -> bool:
+def _needs_full_pass(stored: Aggregate | None, new_count: int) -> bool:
     if stored is None:
         return True
-    total = stored.stats_n + new_count
+    total = stored.stats.n + new_count
     return total < FULL_PASS_BELOW or total >= REEVALUATE_GROWTH * stored.evaluated_n
 
 
-def _judge(row: dict[str, Any], stats: GroupStats) -> None:
+def _judge(row: NewRow, stats: GroupStats) -> None:
     z = flag(row["value"], stats)
     row["status"], row["reason"] = ("outlier", f"modified_z={z:+.1f}") if z else ("accepted", None)
 
 
+def _full_pass(
+    old: list[Member], new_rows: list[NewRow], changes: list[dict[str, Any]]
+) -> Aggregate:
+    """Decide every status of the group again from its statistics (old and new values);
+    status changes of stored results are appended to `changes`."""
+    stats = group_stats([m.value for m in old] + [r["value"] for r in new_rows])
+    kept: list[float] = []
+    for m in old:
+        status = m.status
+        if not m.locked:
+            z = flag(m.value, stats)
+            status = "outlier" if z else "accepted"
+            if status != m.status:
+                reason = f"modified_z={z:+.1f}" if z else None
+                changes.append({"rid": m.id, "new_status": status, "new_reason": reason})
+        if status in AGGREGATE_STATUSES:
+            kept.append(m.value)
+    for row in new_rows:
+        _judge(row, stats)
+        if row["status"] == "accepted":
+            kept.append(row["value"])
+    if not kept:
+        return Aggregate(0.0, 0, 0.0, stats, stats.n)
+    public = summarize(kept)
+    return Aggregate(public.median, public.n, public.mad, stats, stats.n)
+
+
+def _incremental(stored: Aggregate, new_rows: list[NewRow]) -> Aggregate:
+    """Judge the new rows against the last full pass's statistics; only the counts move."""
+    for row in new_rows:
+        _judge(row, stored.stats)
+    accepted = sum(r["status"] == "accepted" for r in new_rows)
+    stats = replace(stored.stats, n=stored.stats.n + len(new_rows))
+    return replace(stored, n=stored.n + accepted, stats=stats)
+
+
+def _write(
+    session: Session,
+    changes: list[dict[str, Any]],
+    aggregates: list[dict[str, Any]],
+    now: datetime,
+) -> None:
+    if changes:
+        session.execute(
+            update(RESULT_TABLE)
+            .where(RESULT_TABLE.c.id == bindparam("rid"))
+            .values(status=bindparam("new_status"), reason=bindparam("new_reason"), updated_at=now),
+            changes,
+        )
+    upsert_many(session, AGGREGATE_TABLE, aggregates, list(GROUP_COLUMNS))
+
+
 def evaluate(
-    session: Session, new_by_group: Mapping[GroupKey, list[dict[str, Any]]], force: bool = False
+    session: Session, new_by_group: Mapping[GroupKey, list[NewRow]], force: bool = False
 ) -> None:
     """Set the status of each new (not yet inserted) row and bring the groups up to date.
 
@@ -139,66 +242,11 @@ def evaluate(
     for group in groups:
         new_rows = new_by_group[group]
         if group in full_set:
-            old = members.get(group, [])
-            stats = group_stats([m.value for m in old] + [r["value"] for r in new_rows])
-            kept: list[float] = []
-            for m in old:
-                status = m.status
-                if not m.locked:
-                    z = flag(m.value, stats)
-                    status = "outlier" if z else "accepted"
-                    if status != m.status:
-                        reason = f"modified_z={z:+.1f}" if z else None
-                        changes.append({"rid": m.id, "new_status": status, "new_reason": reason})
-                if status in AGGREGATE_STATUSES:
-                    kept.append(m.value)
-            for row in new_rows:
-                _judge(row, stats)
-                if row["status"] == "accepted":
-                    kept.append(row["value"])
-            public = summarize(kept) if kept else None
-            aggregates.append(
-                {
-                    **dict(zip(GROUP_COLUMNS, group, strict=True)),
-                    "median": public.median if public else 0.0,
-                    "n": public.n if public else 0,
-                    "mad": public.mad if public else 0.0,
-                    "stats_n": stats.n,
-                    "stats_median": stats.median,
-                    "stats_mad": stats.mad,
-                    "stats_mean_ad": stats.mean_ad,
-                    "evaluated_n": stats.n,
-                    "updated_at": now,
-                }
-            )
+            aggregate = _full_pass(members.get(group, []), new_rows, changes)
         else:
-            agg = stored[group]
-            stats = GroupStats(agg.stats_n, agg.stats_median, agg.stats_mad, agg.stats_mean_ad)
-            for row in new_rows:
-                _judge(row, stats)
-            accepted = sum(r["status"] == "accepted" for r in new_rows)
-            aggregates.append(
-                {
-                    **dict(zip(GROUP_COLUMNS, group, strict=True)),
-                    "median": agg.median,
-                    "n": agg.n + accepted,
-                    "mad": agg.mad,
-                    "stats_n": agg.stats_n + len(new_rows),
-                    "stats_median": agg.stats_median,
-                    "stats_mad": agg.stats_mad,
-                    "stats_mean_ad": agg.stats_mean_ad,
-                    "evaluated_n": agg.evaluated_n,
-                    "updated_at": now,
-                }
-            )
-    if changes:
-        session.execute(
-            update(RESULT_TABLE)
-            .where(RESULT_TABLE.c.id == bindparam("rid"))
-            .values(status=bindparam("new_status"), reason=bindparam("new_reason"), updated_at=now),
-            changes,
-        )
-    upsert_many(session, AGGREGATE_TABLE, aggregates, list(GROUP_COLUMNS))
+            aggregate = _incremental(stored[group], new_rows)
+        aggregates.append(aggregate.as_row(group, now))
+    _write(session, changes, aggregates, now)
 
 
 def refresh_groups(session: Session, groups: Iterable[GroupKey]) -> None:

@@ -74,6 +74,7 @@ def ranking_rows(
                 model=e.model,
                 n=e.n,
                 mad=e.mad,
+                band=e.band,
                 relative_performance=snapshot.relative(e.value),
                 price=price_info(c, snapshot),
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
@@ -209,6 +210,7 @@ def _recommendation(
         scaling_basis=config.scaling_basis,
         why=why(config, rank, budget, unit, reference),
         **_availability(cand),
+        band=cand.estimate.band,
     )
 
 

@@ -14,15 +14,15 @@ from typing import NamedTuple
 
 from sqlmodel import Session, col, select
 
-from service.catalog.peaks import CALIBRATED_RATE, peak_rates
+from service.catalog.peaks import CALIBRATED_RATE
 from service.domain import estimate as est
 from service.domain.availability import Availability
-from service.domain.plausibility import peak_tflops
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
+from service.read_model.estimates import estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,11 @@ class Snapshot:
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
+    def decode(self) -> bool:
+        """Memory-bound decode: multi-GPU is tensor-parallel, not data-parallel (scaling.py)."""
+        return bool(self.workload.memory_bound or self.workload.phase == "decode")
+
+    @property
     def by_slug(self) -> dict[str, Candidate]:
         return {c.slug: c for c in self.candidates}
 
@@ -73,7 +78,9 @@ class Snapshot:
             self._ranked[key] = configurations(
                 self.candidates,
                 max_gpus,
-                lambda c, n: scaling(self.profiles, mode, framework, c.interconnect, n),
+                lambda c, n: scaling(
+                    self.profiles, mode, framework, c.interconnect, n, decode=self.decode
+                ),
                 self.measured_multi,
                 use_measured_multi=(mode == "parallel"),
             )
@@ -111,37 +118,23 @@ def build_snapshot(
     allow_stale: bool = False,
 ) -> Snapshot:
     gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
-    efficiencies = calibration_efficiencies(session, precision)
-    perf = {
-        g.id: est.GpuPerf(
-            g.slug,
-            peak_tflops(peak_rates(g), precision) * efficiencies.get(g.id or -1, 1.0),
-            g.memory_bandwidth_gbs,
-        )
-        for g in gpus
-    }
     slug_of = {g.id: g.slug for g in gpus}
-    measured: dict[str, est.Measurement] = {}
     measured_multi: dict[tuple[str, int], est.Measurement] = {}
     aggregates = session.exec(
         select(Aggregate).where(
             Aggregate.workload_id == workload.id,
             Aggregate.precision == precision,
             Aggregate.n > 0,  # a group whose every result is an outlier measures nothing
+            Aggregate.gpu_count > 1,  # single-GPU medians: read by the model (estimates.py)
         )
     ).all()
     for agg in aggregates:
-        m = est.Measurement(agg.median, agg.n, agg.mad)
-        if agg.gpu_count == 1:
-            measured[slug_of[agg.gpu_id]] = m
-        else:
-            measured_multi[(slug_of[agg.gpu_id], agg.gpu_count)] = m
+        if agg.gpu_count > 1:
+            measured_multi[(slug_of[agg.gpu_id], agg.gpu_count)] = est.Measurement(
+                agg.median, agg.n, agg.mad
+            )
     try:
-        estimates = est.estimate_all(
-            list(perf.values()),
-            measured,
-            est.WorkloadShape(workload.flops_per_unit, workload.memory_bound, precision),
-        )
+        estimates = estimates_for(session, workload, precision)
     except Exception:  # one workload's bad data degrades that workload, never the service
         log.exception("estimates for %s/%s failed; serving none", workload.slug, precision)
         estimates = {}

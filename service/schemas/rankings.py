@@ -27,13 +27,16 @@ class RankingItem(BaseModel):
     throughput_high: float
     unit: str
     basis: Basis
-    model: str = Field(description="measured | fit | spec-ratio | roofline-prior")
+    model: str = Field(
+        description="measured | nnls | shape-scaled | borrowed | roofline-prior (see README)"
+    )
     n: int = Field(description="Results behind a measured value; measured GPUs behind a fit.")
     mad: float | None
+    band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
     relative_performance: float | None = Field(description="Reference GPU = 1.0.")
     price: PriceInfo | None
     perf_per_dollar: float | None = Field(
-        description="Throughput per USD of the current price (None when stale or unknown)."
+        description="units/s per USD of the current price; None when stale or unknown."
     )
     stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
     status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
@@ -93,7 +96,9 @@ class Recommendation(BaseModel):
     throughput_high: float
     unit: str
     relative_performance: float | None
-    perf_per_dollar: float
+    perf_per_dollar: float = Field(
+        description="Throughput per USD of the total price (units/s per USD, as `why` says)."
+    )
     memory_gb: float = Field(description="Per GPU: what must fit the model.")
     total_memory_gb: float
     tdp_w: float | None = Field(description="All GPUs together.")
@@ -101,12 +106,15 @@ class Recommendation(BaseModel):
     model: str
     n: int
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
-    scaling_basis: str = Field(description="single | independent | profile:<fw>/<link> | measured")
+    scaling_basis: str = Field(
+        description="single | independent | profile:<fw>/<link> | tensor-parallel:<link> | measured"
+    )
     why: str
     stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
     status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
     sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")
     unit_gpus: int = Field(1, description="GPUs in that unit: counts are multiples of it.")
+    band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
     draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
     energy_kwh: float | None = Field(None, description="Over the horizon.")
     energy_usd: float | None = None

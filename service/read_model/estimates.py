@@ -1,0 +1,262 @@
+"""Single-GPU estimates for a snapshot, from the throughput model fitted ONCE per data version.
+
+Design decisions:
+- The model (service/domain/throughput_model.py) is fitted over every workload's single-GPU
+  aggregates at once (it pools GPU, architecture and stack efficiencies across workloads), so
+  the fit is shared by every snapshot: it is cached per process, keyed by a fingerprint of
+  what it reads (aggregates, GPUs, workloads, accepted calibrations: counts, sums and newest
+  timestamps, a few indexed aggregate queries). A write that changes any of them changes the
+  fingerprint; a snapshot rebuilt for any other reason reuses the fit.
+- Model workloads are (workload, precision) pairs, named ``slug@precision``: every workload at
+  its own precision plus every measured pair. A snapshot at another precision with nothing
+  measured gets a borrowed fit (FittedModel.with_workload).
+- Measured GPUs keep their measured median (basis measured). With nothing measured anywhere
+  the stated roofline prior of service/domain/estimate.py remains (model ``roofline-prior``):
+  its band is the stated default, not calibrated.
+- The model learns only from results in the database: no constant here or in the catalog is
+  fitted to a benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from service.catalog.peaks import CALIBRATED_RATE, peak_rates
+from service.domain import estimate as est
+from service.domain import throughput_model as tm
+from service.domain.plausibility import peak_tflops
+from service.domain.vocabulary import PRECISIONS
+from service.models import Aggregate, Calibration, Gpu, Workload
+
+
+def model_key(slug: str, precision: str) -> str:
+    return f"{slug}@{precision}"
+
+
+def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
+    decode = workload.memory_bound or workload.phase == "decode"
+    return tm.WorkloadSpec(
+        model_key(workload.slug, precision),
+        precision,
+        workload.flops_per_unit,
+        decode,
+        workload.phase or "",
+    )
+
+
+def _calibrations(session: Session) -> dict[int, dict[str, float]]:
+    """gpu_id -> {"tensor:<precision>": achieved / spec, "memory": ...}, newest accepted CUDA
+    calibration per GPU."""
+    rows = session.exec(
+        select(Calibration, Gpu)
+        .join(Gpu, col(Gpu.id) == Calibration.gpu_id)
+        .where(Calibration.status == "accepted", Calibration.device == "cuda")
+        .order_by(col(Calibration.created_at))
+    ).all()
+    out: dict[int, dict[str, float]] = {}
+    for calibration, gpu in rows:  # newest last, so it wins
+        if gpu.id is None:
+            continue
+        cal: dict[str, float] = {}
+        for precision, (measured_col, spec_col) in CALIBRATED_RATE.items():
+            achieved, spec = getattr(calibration, measured_col), getattr(gpu, spec_col)
+            if achieved and spec and achieved > 0 and spec > 0:
+                cal[f"tensor:{precision}"] = min(achieved / spec, 1.0)
+        out[gpu.id] = cal
+    return out
+
+
+def gpu_spec(gpu: Gpu, calibration: dict[str, float]) -> tm.GpuSpec:
+    rates = peak_rates(gpu)
+    return tm.GpuSpec(
+        slug=gpu.slug,
+        vendor=gpu.vendor,
+        architecture=gpu.architecture,
+        stack=gpu.stack or tm.derive_stack(gpu.vendor, gpu.market),
+        matrix_tflops={p: peak_tflops(rates, p) for p in PRECISIONS},
+        fp32_tflops=gpu.fp32_tflops,
+        bandwidth_gbs=gpu.memory_bandwidth_gbs,
+        calibration=calibration,
+    )
+
+
+@dataclass
+class ModelInputs:
+    """What the model is fitted from: specs, workloads and single-GPU medians, by slug."""
+
+    gpus: list[tm.GpuSpec]
+    workloads: list[tm.WorkloadSpec]
+    observations: list[tm.Observation]
+    rows: dict[int, Gpu]
+    calibration: dict[int, dict[str, float]]
+
+
+def load_inputs(session: Session) -> ModelInputs:
+    gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
+    workloads = {w.id: w for w in session.exec(select(Workload)).all()}
+    cal = _calibrations(session)
+    specs = [gpu_spec(g, cal.get(g.id or -1, {})) for g in gpus]
+    slug_of = {g.id: g.slug for g in gpus}
+    wl_specs = {
+        model_key(w.slug, w.precision): workload_spec(w, w.precision) for w in workloads.values()
+    }
+    observations = []
+    for agg in session.exec(
+        select(Aggregate).where(Aggregate.gpu_count == 1, Aggregate.n > 0)
+    ).all():
+        w = workloads.get(agg.workload_id)
+        if w is None or agg.gpu_id not in slug_of:
+            continue
+        key = model_key(w.slug, agg.precision)
+        wl_specs.setdefault(key, workload_spec(w, agg.precision))
+        observations.append(tm.Observation(slug_of[agg.gpu_id], key, agg.median, agg.n, agg.mad))
+    return ModelInputs(
+        specs, list(wl_specs.values()), observations, {g.id or -1: g for g in gpus}, cal
+    )
+
+
+def fingerprint(session: Session) -> Hashable:
+    """Cheap summary of everything the fit reads; changes whenever any of it is written."""
+    agg = session.exec(
+        select(
+            func.count(),
+            func.sum(Aggregate.n),
+            func.max(Aggregate.updated_at),
+            func.max(Aggregate.id),
+        )
+    ).one()
+    gpu = session.exec(select(func.count(), func.max(Gpu.updated_at), func.max(Gpu.id))).one()
+    wl = session.exec(select(func.count(), func.max(Workload.id))).one()
+    cal = session.exec(
+        select(func.count(), func.max(Calibration.id)).where(Calibration.status == "accepted")
+    ).one()
+    bind = session.get_bind()
+    return (
+        str(bind.engine.url) if hasattr(bind, "engine") else "",
+        tuple(agg),
+        tuple(gpu),
+        tuple(wl),
+        tuple(cal),
+    )
+
+
+@dataclass
+class EstimateModel:
+    """The fitted model of one data version, and the inputs it was fitted from."""
+
+    inputs: ModelInputs
+    fitted: tm.FittedModel
+    _extended: dict[str, tm.FittedModel] = field(default_factory=dict)
+
+    @property
+    def anything_measured(self) -> bool:
+        return bool(self.fitted.observations)
+
+    def estimates(self, workload: Workload, precision: str) -> dict[str, est.Estimate]:
+        """Every GPU's single-GPU estimate for (workload, precision), by slug."""
+        spec = workload_spec(workload, precision)
+        model = self._extended.get(spec.slug)
+        if model is None:
+            model = self.fitted.with_workload(spec)
+            self._extended[spec.slug] = model
+        out: dict[str, est.Estimate] = {}
+        obs = model.observations
+        if self.anything_measured:
+            prior: dict[str, est.Estimate] | None = None
+            for g in self.inputs.gpus:
+                p = model.predict(g.slug, spec.slug)
+                if p is None:  # the model cannot say (too little data): the stated prior can
+                    prior = prior if prior is not None else _prior(self.inputs, workload, precision)
+                    if g.slug in prior:
+                        out[g.slug] = prior[g.slug]
+                    continue
+                o = obs.get((g.slug, spec.slug))
+                out[g.slug] = est.Estimate(
+                    g.slug,
+                    p.value,
+                    p.basis,
+                    p.n,
+                    p.low,
+                    p.high,
+                    p.model,
+                    o.mad if o is not None else None,
+                    p.band,
+                )
+            return out
+        return _prior(self.inputs, workload, precision)
+
+
+def _prior(inputs: ModelInputs, workload: Workload, precision: str) -> dict[str, est.Estimate]:
+    """Nothing measured on any workload: the stated roofline prior (estimate.roofline_prior)."""
+    out = {}
+    shape = est.WorkloadShape(
+        workload.flops_per_unit, workload.memory_bound or workload.phase == "decode", precision
+    )
+    log_error = math.log1p(est.DEFAULT_BAND)
+    for gid, g in inputs.rows.items():
+        eff = inputs.calibration.get(gid, {}).get(f"tensor:{precision}", 1.0)
+        perf = est.GpuPerf(
+            g.slug, peak_tflops(peak_rates(g), precision) * eff, g.memory_bandwidth_gbs
+        )
+        value = est.roofline_prior(perf, shape) if perf.bandwidth_gbs > 0 else None
+        if value is None or not (math.isfinite(value) and value > 0):
+            continue
+        out[g.slug] = est.Estimate(
+            g.slug,
+            value,
+            "estimated",
+            0,
+            value * math.exp(-log_error),
+            value * math.exp(log_error),
+            "roofline-prior",
+        )
+    return out
+
+
+class _ModelCache:
+    """The fitted model per fingerprint (the newest few), fitted once, whoever asks."""
+
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fit_lock = threading.Lock()
+        self._models: dict[Hashable, EstimateModel] = {}
+
+    def get(self, session: Session) -> EstimateModel:
+        key = fingerprint(session)
+        with self._lock:
+            hit = self._models.get(key)
+        if hit is not None:
+            return hit
+        with self._fit_lock:
+            with self._lock:
+                hit = self._models.get(key)
+            if hit is not None:
+                return hit
+            inputs = load_inputs(session)
+            fitted = tm.fit(inputs.gpus, inputs.workloads, inputs.observations)
+            model = EstimateModel(inputs, fitted)
+            with self._lock:
+                self._models[key] = model
+                while len(self._models) > self.KEEP:
+                    self._models.pop(next(iter(self._models)))
+            return model
+
+    def clear(self) -> None:
+        with self._lock:
+            self._models.clear()
+
+
+MODELS = _ModelCache()
+
+
+def estimates_for(session: Session, workload: Workload, precision: str) -> dict[str, est.Estimate]:
+    """Every GPU's single-GPU estimate for (workload, precision), from the cached model."""
+    return MODELS.get(session).estimates(workload, precision)

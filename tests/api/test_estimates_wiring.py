@@ -1,0 +1,98 @@
+"""The wired estimator: decode scaling, monotonicity at the read-model level, odd data."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.domain import throughput_model as tm
+from service.domain.scaling import scaling
+from tests.api.test_recommend import post_results
+
+
+def _four(client, mode):
+    params = {
+        "budget": 4 * 1200,
+        "workload": "llm-inference",
+        "max_gpus": 4,
+        "limit": 50,
+        "min_memory_gb": 0,
+        "mode": mode,
+    }
+    recs = client.get("/recommend", params=params).json()["recommendations"]
+    return next(r for r in recs if r["gpu"] == "nvidia-rtx-5070-ti" and r["count"] == 4)
+
+
+def test_decode_on_four_gpus_is_tensor_parallel_not_data_parallel(client):
+    four = _four(client, "parallel")
+    assert four["scaling_basis"].startswith("tensor-parallel")
+    assert four["scaling_factor"] < 3.0  # the pytorch/pcie training profile gives 3.6
+    assert four["scaling_factor"] > 1.0  # bandwidth adds
+    assert _four(client, "independent")["scaling_factor"] == 4
+
+
+def test_training_still_uses_the_data_parallel_profile():
+    profiles = {("pytorch", "pcie", 4): 0.9}
+    assert scaling(profiles, "parallel", "pytorch", "pcie", 4).speedup == pytest.approx(3.6)
+    tp = scaling(profiles, "parallel", "pytorch", "pcie", 4, decode=True)
+    nv = scaling(profiles, "parallel", "pytorch", "nvlink", 4, decode=True)
+    assert 1.0 < tp.speedup < nv.speedup < 4.0
+
+
+def test_read_model_monotone_within_architecture_and_stack(client, keys):
+    """An unmeasured GPU no better in any rate than another of the same architecture and stack
+    never gets a higher estimate (hypothesis test over the served catalog)."""
+    post_results(client, keys, "nvidia-rtx-4090", [1500] * 3)
+    post_results(client, keys, "nvidia-rtx-3090", [810] * 3)
+    post_results(client, keys, "nvidia-a100-80gb", [2500] * 3)
+    post_results(client, keys, "nvidia-h100-sxm", [3900] * 3)
+    post_results(client, keys, "nvidia-rtx-a6000", [900] * 3)
+    items = client.get(
+        "/rankings", params={"workload": "resnet50-train", "min_memory_gb": 0}
+    ).json()["items"]
+    gpus = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
+    est = {r["gpu"]: r for r in items if r["basis"] == "estimated"}
+    rates = ("fp32_tflops", "fp16_tensor_tflops", "memory_bandwidth_gbs")
+    checked = 0
+    for a in est:
+        for b in est:
+            ga, gb = gpus[a], gpus[b]
+            if a == b or (ga["architecture"], ga.get("stack")) != (
+                gb["architecture"],
+                gb.get("stack"),
+            ):
+                continue
+            if all((ga[k] or 0) <= (gb[k] or 0) for k in rates):
+                checked += 1
+                assert est[a]["throughput"] <= est[b]["throughput"] * (1 + 1e-9), (a, b)
+    assert checked > 0
+
+
+odd = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(
+        st.one_of(odd, st.just(0.0), st.just(math.inf), st.just(math.nan)), min_size=1, max_size=8
+    ),
+    rate=st.one_of(odd, st.just(0.0)),
+)
+def test_model_never_raises_on_odd_data(values, rate):
+    gpus = [
+        tm.GpuSpec(
+            f"g{i}", "nvidia", "a", "cuda", {"fp16": rate * (i + 1)}, 1.0 + i, 100.0 * (i + 1)
+        )
+        for i in range(len(values) + 1)
+    ]
+    wls = [tm.WorkloadSpec("w", "fp16", 1e9, False), tm.WorkloadSpec("v", "fp16", 2e9, False)]
+    obs = [
+        tm.Observation(f"g{i}", "w", v, 3, v * 0.01 if math.isfinite(v) else 0.0)
+        for i, v in enumerate(values)
+    ]
+    model = tm.fit(gpus, wls, obs)
+    for p in model.predict_all().values():
+        assert all(np.isfinite([p.value, p.low, p.high]))
+        assert 0 < p.low < p.high and p.band == 0.8

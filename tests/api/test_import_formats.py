@@ -1,0 +1,78 @@
+"""POST /results?format=llama-bench|lambda-csv: raw tool output through the same gate."""
+
+from pathlib import Path
+
+from sqlmodel import Session
+
+from service.models import Workload
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "llama_bench"
+
+
+def _llm_workloads(db):
+    with Session(db) as s:
+        for n, bound in (("pp512", False), ("tg512", True)):
+            s.add(
+                Workload(
+                    slug=f"llama-3-8b-q4-k-m-{n}",
+                    name=n,
+                    unit="tokens/s",
+                    precision="fp16",
+                    flops_per_unit=1.61e10,
+                    memory_bound=bound,
+                )
+            )
+        s.commit()
+
+
+def _post(client, keys, name, fmt="llama-bench", text=None):
+    body = text if text is not None else (FIXTURES / name).read_bytes()
+    return client.post(f"/results?format={fmt}", content=body, headers=keys.auth(keys.submitter))
+
+
+def test_unmatched_workload_is_422_naming_it(client, keys):
+    r = _post(client, keys, "rtx4080_legacy_b5163.json")
+    assert r.status_code == 422
+    assert "qwen2-7b-q4_k_m-pp512" in r.text
+
+
+def test_llama_bench_fixture_is_stored_and_garbage_is_not_accepted(client, keys, db, monkeypatch):
+    from service.ingest.importers import llama_bench
+
+    monkeypatch.setitem(llama_bench.FTYPES, "Q4_K - Medium", "q4-k-m")  # slug-safe in this branch
+    _llm_workloads(db)
+    ok = _post(client, keys, "rtx4090.json")
+    assert ok.status_code == 201, ok.text
+    assert [o["status"] for o in ok.json()["results"]] == ["accepted", "accepted"]
+    assert _post(client, keys, "rtx4090.jsonl").status_code == 201
+    bad = _post(client, keys, "garbage.json")
+    assert bad.status_code == 201
+    for outcome in bad.json()["results"]:
+        assert outcome["status"] in ("rejected", "outlier") and outcome["reason"]
+    multi = _post(client, keys, "multi_gpu.json")
+    assert multi.status_code == 201
+    stored = client.get(f"/results/{multi.json()['results'][0]['id']}").json()
+    assert stored["gpu_count"] == 2
+
+
+def test_unknown_device_is_422_quoting_it(client, keys):
+    text = (
+        (FIXTURES / "rtx4090.json")
+        .read_text()
+        .replace("NVIDIA GeForce RTX 4090", "Moore Threads MTT S4000")
+    )
+    r = _post(client, keys, "", text=text)
+    assert r.status_code == 422
+    devices = [e for e in r.json()["detail"] if e["type"] == "unknown_device"]
+    assert devices and devices[0]["device"] == "Moore Threads MTT S4000"
+
+
+def test_lambda_csv_rows_are_stored_and_not_run_cells_skipped(client, keys):
+    text = (
+        "name_gpu,num_gpu,watt,price,ssd,ncf,resnet50\n"
+        "LambdaCloud V100 16GB,1.0,300.0,1.0,229.0,23476979.0,833.0\n"
+        "RTX 4090,1.0,450.0,1.0,0.0,1.0,1000.0\n"
+    )
+    r = _post(client, keys, "", fmt="lambda-csv", text=text)
+    assert r.status_code == 201, r.text
+    assert len(r.json()["results"]) == 3  # ncf skipped, 0.0 = not run
