@@ -182,7 +182,7 @@ def _resale_fraction(
         fraction = min(max(used_new_ratio, 0.0), 1.0)
         notes.append(f"resale {fraction:.0%} of the price (newest used/new price ratio)")
         return fraction
-    notes.append("no used/new prices: resale counted as $0")
+    notes.append("no current used and new price to compare: resale counted as $0")
     return 0.0
 
 

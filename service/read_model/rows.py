@@ -228,28 +228,34 @@ def _month(p: PriceObservation) -> str:
 def _kept_out(
     snapshot: Snapshot, pool: list[Candidate], budget: float, max_gpus: int, top: float
 ) -> list[str]:
-    """GPUs faster (one GPU) than the first answer that availability or a missing fresh price
-    kept out: what a buyer would otherwise have been offered."""
+    """GPUs that availability or a missing fresh price kept out and that would have been
+    faster than the first answer: what a buyer would otherwise have been offered. A GPU sold
+    in units of N is compared at N GPUs (an upper bound: N x one GPU), a card at one."""
     faster = sorted(
-        (c for c in pool if c.estimate.value > top),
-        key=lambda c: (-c.estimate.value, c.slug),
+        (c for c in pool if _unit_throughput(c) > top),
+        key=lambda c: (-_unit_throughput(c), c.slug),
     )
+    floor = _datacenter_price_floor(pool)
     parts: list[str] = []
     unpriced: list[str] = []
     for c in faster:
         reason = exclusion(c.slug, c.availability, max_gpus)
         if reason is not None:
             known = c.price or c.shown_price
-            if known is None or known.usd * c.availability.unit_gpus > budget:
+            unit_floor = known.usd if known else floor
+            if unit_floor is None or unit_floor * c.availability.unit_gpus > budget:
                 continue  # would not fit the budget anyway
             if len(parts) < _KEPT_OUT_SHOWN:
-                parts.append(reason)
+                parts.append(reason if known else f"{reason} (no public purchase price yet)")
         elif c.price is None and c.availability.unit_gpus > 1:
             newest = c.shown_price
+            unit_floor = newest.usd if newest else floor
+            if unit_floor is None or unit_floor * c.availability.unit_gpus > budget:
+                continue  # the unit would not fit the budget at its last or lowest price
             unpriced.append(
                 f"{c.slug} (newest ${newest.usd:,.0f} from {_month(newest)})"
                 if newest
-                else f"{c.slug} (no public price)"
+                else f"{c.slug} (no public purchase price; cloud rates: /prices?gpu={c.slug})"
             )
     if unpriced:
         days = snapshot.max_price_age_days
@@ -258,6 +264,22 @@ def _kept_out(
             + ", ".join(unpriced[:_KEPT_OUT_SHOWN])
         )
     return parts
+
+
+def _datacenter_price_floor(pool: list[Candidate]) -> float | None:
+    """The cheapest current price of one datacenter GPU: a lower bound on the per-GPU price of
+    a platform nobody has published a price for (used to keep unpriced 8-GPU platforms out of
+    the hint of an $800 question)."""
+    prices = [
+        c.price.usd
+        for c in pool
+        if c.price is not None and c.availability.status == "datacenter_only"
+    ]
+    return min(prices, default=None)
+
+
+def _unit_throughput(c: Candidate) -> float:
+    return c.estimate.value * max(1, c.availability.unit_gpus)
 
 
 def _hint(snapshot: Snapshot, pool: list[Candidate], budget: float, min_memory_gb: float) -> str:

@@ -80,3 +80,17 @@ def test_stack_filter_and_why_name_the_stack(client):
         ranked = client.get("/rankings", params={"stack": stack}).json()["items"]
         assert ranked and all(i["stack"] == stack for i in ranked)
     assert client.get("/recommend", params=params | {"stack": "glide"}).status_code == 422
+
+
+def test_unpriced_platform_gpus_are_named_at_platform_budgets_only(fresh_client):
+    """An 8-GPU platform nobody has priced is named in the hint when eight of it would beat the
+    first answer and the budget covers eight of the cheapest priced datacenter GPU, never in
+    the hint of an $800 question."""
+    big = fresh_client.get("/recommend", params={"budget": 300000, "max_gpus": 8}).json()
+    assert big["recommendations"] and "no public purchase price" in (big["hint"] or "")
+    named = [s.split(" (")[0].split()[-1] for s in big["hint"].split("), ")]
+    gpus = {g["slug"]: g for g in fresh_client.get("/gpus", params={"limit": 500}).json()["items"]}
+    assert named and all(gpus[slug]["unit_gpus"] > 1 for slug in named)
+    for budget in (800, 2000):
+        small = fresh_client.get("/recommend", params={"budget": budget, "max_gpus": 8}).json()
+        assert "no public purchase price" not in (small["hint"] or "")
