@@ -99,7 +99,7 @@ async def _llm_rankings(
 ) -> Response:
     """Every GPU's fewest-GPU configuration that fits the model, by tokens/s (or per dollar)."""
     ask = ask_for(model, task, quant, context, batch)
-    data = await llm_rows.read(read_model.engine, read_model.settings, condition)
+    data = await llm_rows.read(read_model.engine, read_model.settings, condition, ask)
     rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort)
     if wants_csv(request, format):
         return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)

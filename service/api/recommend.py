@@ -114,7 +114,7 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
     """/recommend for a model, task and format: configurations that fit, with headroom."""
     assert q.model is not None
     ask = ask_for(q.model, q.task, q.quant, q.context, q.batch)
-    data = await llm_rows.read(read_model.engine, read_model.settings, q.condition)
+    data = await llm_rows.read(read_model.engine, read_model.settings, q.condition, ask)
     items, hint = llm_rows.recommendation_rows(
         ask, data, q.budget, q.max_gpus, q.framework, q.min_tokens_per_s, q.limit
     )

@@ -3,6 +3,16 @@ batch) instead of a fixed workload: fit from the memory breakdown, throughput me
 the corpus has this model and format, else roofline x an efficiency learned from every
 measured LLM result (service/domain/llm_fit.py has the model).
 
+Training asks (full fine-tune, LoRA, QLoRA) that nothing measured: the corpus holds no LLM
+training result, so a learned roofline efficiency would be the flat stated prior (35% of peak
+for every GPU, which is what ranked consumer Radeon cards first for a QLoRA ask). Instead they
+take the throughput model's estimate for the catalog's LLM training workload (``llm-train``,
+GPT-2 124M pretraining; its GPU, architecture and stack efficiencies are pooled from every
+measured training workload, service/domain/throughput_model.py) at the ask's compute precision,
+scaled by FLOPs per token: tokens/s = estimate x flops_per_unit(llm-train) /
+memory.flops_per_token(ask). Time per token proportional to FLOPs is the roofline's own
+assumption; the band is the model's band, scaled alike.
+
 Read straight from the database on each ask (GPUs, current prices, LLM aggregates, scaling
 profiles: four queries); answers are not stored in the answer cache.
 """
@@ -21,15 +31,18 @@ from service.catalog import llm
 from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
+from service.domain.estimate import Estimate
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import PriceObservation, current_price
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
 from service.models import Aggregate, Gpu, Price, ScalingProfile, Workload
+from service.read_model.estimates import estimates_for
 from service.read_model.snapshot import utc_today
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
 UNIT = "tokens/s"
+TRAIN_REFERENCE = "llm-train"  # the catalog workload whose estimates training asks scale
 _TOKENS = re.compile(r"-(pp|tg)(\d+)$")
 
 
@@ -57,11 +70,20 @@ class Measured:
     value: Measurement
 
 
+@dataclass(frozen=True)
+class TrainReference:
+    """The throughput model's single-GPU estimates for TRAIN_REFERENCE at one precision."""
+
+    flops_per_token: float
+    estimates: dict[str, Estimate]
+
+
 @dataclass
 class LlmData:
     gpus: list[GpuRow]
     measured: list[Measured]
     profiles: dict[ProfileKey, float] = field(default_factory=dict)
+    train_reference: TrainReference | None = None
 
 
 def _quant_name(text: str | None) -> str:
@@ -69,7 +91,22 @@ def _quant_name(text: str | None) -> str:
     return found.name if found else (text or "")
 
 
-def load(session: Session, condition: ConditionChoice, today: date, max_age_days: int) -> LlmData:
+def _train_reference(session: Session, precision: str) -> TrainReference | None:
+    workload = session.exec(select(Workload).where(Workload.slug == TRAIN_REFERENCE)).first()
+    if workload is None or not workload.flops_per_unit:
+        return None
+    return TrainReference(workload.flops_per_unit, estimates_for(session, workload, precision))
+
+
+def load(
+    session: Session,
+    condition: ConditionChoice,
+    today: date,
+    max_age_days: int,
+    train_precision: str | None = None,
+) -> LlmData:
+    """GPUs with current prices, LLM aggregates and scaling profiles; with `train_precision`
+    also the training reference estimates at that precision."""
     prices: dict[int, list[PriceObservation]] = defaultdict(list)
     for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
         assert p.usd is not None
@@ -123,7 +160,8 @@ def load(session: Session, condition: ConditionChoice, today: date, max_age_days
         (p.framework, p.interconnect, p.gpu_count): p.efficiency
         for p in session.exec(select(ScalingProfile)).all()
     }
-    return LlmData(rows, measured, profiles)
+    reference = _train_reference(session, train_precision) if train_precision else None
+    return LlmData(rows, measured, profiles, reference)
 
 
 # ---------------------------------------------------------------- throughput
@@ -236,7 +274,7 @@ def options(
             value, low, high, n, speedup, scaling_basis = _estimate(
                 ask, gpu, count, learned, data, framework
             )
-            basis, kind = "estimated", f"roofline-{learned.efficiency.basis}"
+            basis, kind = "estimated", estimate_kind(ask, learned, data, gpu)
         if not (math.isfinite(value) and value > 0):
             continue
         out[(gpu.slug, count)] = LlmOption(
@@ -271,30 +309,50 @@ def _estimate(
     data: LlmData,
     framework: str,
 ) -> tuple[float, float, float, int, float, str]:
-    eff = learned.efficiency
-    one = eff.value * llm_fit.roofline_tokens_per_s(
-        ask.model,
-        ask.quant,
-        ask.phase,
-        ask.context,
-        ask.batch,
-        gpu.bandwidth_gbs,
-        _peak(gpu, ask.quant),
-    )
+    reference = _scaled_reference(ask, gpu, learned, data)
+    if reference is None:
+        eff = learned.efficiency
+        roof = llm_fit.roofline_tokens_per_s(
+            ask.model,
+            ask.quant,
+            ask.phase,
+            ask.context,
+            ask.batch,
+            gpu.bandwidth_gbs,
+            _peak(gpu, ask.quant),
+        )
+        reference = (eff.value * roof, eff.log_band, eff.log_band, eff.n)
+    one, log_low, log_high, n = reference
     if ask.phase == "train":
         s = scaling(data.profiles, "parallel", framework, gpu.interconnect, count)
         speedup, basis = s.speedup, s.basis
     else:
         speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
     value = one * speedup
-    return (
-        value,
-        value * math.exp(-eff.log_band),
-        value * math.exp(eff.log_band),
-        eff.n,
-        speedup,
-        basis,
-    )
+    return (value, value * math.exp(-log_low), value * math.exp(log_high), n, speedup, basis)
+
+
+def _scaled_reference(
+    ask: llm_fit.Ask, gpu: GpuRow, learned: Learned, data: LlmData
+) -> tuple[float, float, float, int] | None:
+    """One GPU's tokens/s for a training ask from the TRAIN_REFERENCE estimate scaled by FLOPs
+    per token, with its log band (below, above) and n; None when the learned efficiency has
+    data of its own (a measured LLM training result) or the reference says nothing."""
+    ref = data.train_reference
+    if ask.phase != "train" or learned.efficiency.n or ref is None:
+        return None
+    e = ref.estimates.get(gpu.slug)
+    if e is None or not (e.value > 0 and e.low > 0 and e.high >= e.value):
+        return None
+    one = e.value * ref.flops_per_token / memory.flops_per_token(ask.model, "train", ask.context)
+    return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
+
+
+def estimate_kind(ask: llm_fit.Ask, learned: Learned, data: LlmData, gpu: GpuRow) -> str:
+    """The `model` an estimated option names: the scaled training reference or a roofline."""
+    if _scaled_reference(ask, gpu, learned, data) is not None:
+        return f"{TRAIN_REFERENCE}-scaled"
+    return f"roofline-{learned.efficiency.basis}"
 
 
 # ---------------------------------------------------------------- rows
@@ -319,6 +377,12 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
 
 
+def _reference_basis(n: int) -> str:
+    if n:
+        return f"fitted to {n} measured results of it"
+    return "nothing measured on it: work per FLOP borrowed from measured training workloads"
+
+
 def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None) -> str:
     what = o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
     need = f"needs {o.breakdown.total_gb:.1f} GB per GPU"
@@ -328,6 +392,12 @@ def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None) -> str:
         source = (
             f"estimated: {ask.phase} roofline x efficiency learned from {o.n} measured "
             f"GPU-and-benchmark groups, "
+            f"likely {_fmt(o.low)}-{_fmt(o.high)}"
+        )
+    elif o.model == f"{TRAIN_REFERENCE}-scaled":
+        source = (
+            f"estimated: the throughput model's {TRAIN_REFERENCE} estimate for this GPU "
+            f"({_reference_basis(o.n)}) scaled by FLOPs per token, "
             f"likely {_fmt(o.low)}-{_fmt(o.high)}"
         )
     else:
@@ -470,11 +540,16 @@ def ranking_rows(
     return rows
 
 
-async def read(engine: Engine, settings: Settings, condition: ConditionChoice) -> LlmData:
+async def read(
+    engine: Engine, settings: Settings, condition: ConditionChoice, ask: llm_fit.Ask
+) -> LlmData:
     """The data of one LLM ask, loaded in the thread pool with a session of its own."""
+    train_precision = ask.quant.compute_precision if ask.phase == "train" else None
 
     def build() -> LlmData:
         with Session(engine) as session:
-            return load(session, condition, utc_today(), settings.price_max_age_days)
+            return load(
+                session, condition, utc_today(), settings.price_max_age_days, train_precision
+            )
 
     return await run_in_threadpool(build)

@@ -200,3 +200,30 @@ def test_a_measured_split_is_used_and_its_ratio_scales_the_estimates(client, key
     # the measured 2-GPU / 1-GPU ratio (14.1 / 15), never a data-parallel speedup
     assert all(i["scaling_factor"] == pytest.approx(14.1 / 15.0) for i in split)
     assert all(i["scaling_basis"].startswith("split:learned") for i in split)
+
+
+def _item(client, params, gpu):
+    body = client.get("/rankings", params=params)
+    assert body.status_code == 200, body.text
+    return next(i for i in body.json()["items"] if i["gpu"] == gpu)
+
+
+def test_training_asks_scale_the_llm_train_estimate_by_flops_per_token(client, keys):
+    """No LLM training result is measured, so a QLoRA ask takes the throughput model's
+    llm-train estimate x FLOPs per token ratio; a measured llm-train result moves it alike."""
+    from service.catalog import llm as llm_catalog
+    from service.domain import memory
+
+    ask = {"model": "llama-3.1-8b", "task": "qlora", "context": 2048}
+    reference_flops = client.get("/workloads/llm-train").json()["flops_per_unit"]
+    spec = llm_catalog.models()["llama-3.1-8b"]
+    ratio = reference_flops / memory.flops_per_token(spec, "train", 2048)
+    gpu = "nvidia-rtx-4090"
+    qlora, reference = _item(client, ask, gpu), _item(client, {"workload": "llm-train"}, gpu)
+    assert qlora["count"] == 1 and qlora["model"] == "llm-train-scaled"
+    assert qlora["throughput"] == pytest.approx(reference["throughput"] * ratio, rel=1e-6)
+    measured = 2.0 * reference["throughput"]
+    post_results(client, keys, gpu, "llm-train", [measured * f for f in (0.99, 1.0, 1.01)], "bf16")
+    after = _item(client, ask, gpu)
+    assert after["throughput"] == pytest.approx(measured * ratio, rel=1e-6)
+    assert after["throughput_low"] < after["throughput"] < after["throughput_high"]
