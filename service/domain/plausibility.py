@@ -90,8 +90,13 @@ class Efficiency:
 def efficiency(
     value: float, gpu_count: int, rates: PeakRates, precision: str, bandwidth_gbs: float
 ) -> Efficiency:
+    return efficiency_at(value, gpu_count, peak_tflops(rates, precision), bandwidth_gbs)
+
+
+def efficiency_at(value: float, gpu_count: int, peak: float, bandwidth_gbs: float) -> Efficiency:
+    """efficiency() with the peak already looked up (a batch judges many rows per GPU)."""
     per_gpu = value / gpu_count
-    return Efficiency(per_gpu / peak_tflops(rates, precision), per_gpu / bandwidth_gbs)
+    return Efficiency(per_gpu / peak, per_gpu / bandwidth_gbs)
 
 
 def implausible_vs_peers(candidate: Efficiency, best_peer: Efficiency, memory_bound: bool) -> bool:
