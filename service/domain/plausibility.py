@@ -6,6 +6,7 @@ column yet, so an fp4 run's ceiling is the fastest unit it certainly has (fp8 an
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from service.domain.vocabulary import COMPUTE_PRECISION
 
@@ -79,9 +80,9 @@ IMPLAUSIBLE_VS_PEERS = "implausible_vs_peers"
 SUPERLINEAR_SCALING = "superlinear_scaling"
 
 
-@dataclass(frozen=True)
-class Efficiency:
-    """Per-GPU throughput per TFLOPS of peak and per GB/s of bandwidth (relative units)."""
+class Efficiency(NamedTuple):
+    """Per-GPU throughput per TFLOPS of peak and per GB/s of bandwidth (relative units).
+    (A NamedTuple: the peers step makes one per stored group and row of a batch.)"""
 
     compute: float
     bandwidth: float

@@ -56,19 +56,18 @@ class _Efficiencies:
         self._ceilings: dict[tuple[int, str], tuple[float, float] | None] = {}
 
     def _ceiling(self, gpu_id: int, precision: str) -> tuple[float, float] | None:
-        key = (gpu_id, precision)
-        if key not in self._ceilings:
-            spec = self._specs.get(gpu_id)
-            ceiling = None
-            if spec is not None and spec.bandwidth_gbs:
-                # KeyError, ValueError: a precision this GPU has no rate for
-                with suppress(KeyError, ValueError):
-                    ceiling = (peak_tflops(spec.rates, precision), spec.bandwidth_gbs)
-            self._ceilings[key] = ceiling
-        return self._ceilings[key]
+        spec = self._specs.get(gpu_id)
+        ceiling = None
+        if spec is not None and spec.bandwidth_gbs:
+            # KeyError, ValueError: a precision this GPU has no rate for
+            with suppress(KeyError, ValueError):
+                ceiling = (peak_tflops(spec.rates, precision), spec.bandwidth_gbs)
+        self._ceilings[(gpu_id, precision)] = ceiling
+        return ceiling
 
     def __call__(self, gpu_id: int, value: float, count: int, precision: str) -> Efficiency | None:
-        ceiling = self._ceiling(gpu_id, precision)
+        key = (gpu_id, precision)
+        ceiling = self._ceilings[key] if key in self._ceilings else self._ceiling(*key)
         if ceiling is None:
             return None
         try:
@@ -81,9 +80,9 @@ class _Leaders:
     """Per (workload, precision): the two best GPUs on each measure, for the best of the
     others (componentwise maximum over every other GPU's efficiencies)."""
 
-    def __init__(self, per_gpu: Mapping[int, Efficiency]) -> None:
-        self._compute = sorted(((e.compute, g) for g, e in per_gpu.items()), reverse=True)[:2]
-        self._bandwidth = sorted(((e.bandwidth, g) for g, e in per_gpu.items()), reverse=True)[:2]
+    def __init__(self, compute: Mapping[int, float], bandwidth: Mapping[int, float]) -> None:
+        self._compute = sorted(((v, g) for g, v in compute.items()), reverse=True)[:2]
+        self._bandwidth = sorted(((v, g) for g, v in bandwidth.items()), reverse=True)[:2]
 
     def best_other_than(self, gpu_id: int) -> Efficiency | None:
         compute = next((v for v, g in self._compute if g != gpu_id), None)
@@ -105,16 +104,19 @@ def _medians(stored: Mapping[GroupKey, float], rows: Sequence[NewRow]) -> dict[G
 
 
 def _leaders(medians: Mapping[GroupKey, float], eff: _Efficiencies) -> dict[PairKey, _Leaders]:
-    per_gpu: dict[PairKey, dict[int, Efficiency]] = defaultdict(dict)
+    """Each GPU's best efficiency on each measure (over its groups: counts), per pair."""
+    compute: dict[PairKey, dict[int, float]] = defaultdict(dict)
+    bandwidth: dict[PairKey, dict[int, float]] = defaultdict(dict)
     for (gid, wid, prec, count), value in medians.items():
         e = eff(gid, value, count, prec)
         if e is None:
             continue
-        best = per_gpu[(wid, prec)].get(gid)
-        if best is not None:
-            e = Efficiency(max(e.compute, best.compute), max(e.bandwidth, best.bandwidth))
-        per_gpu[(wid, prec)][gid] = e
-    return {pair: _Leaders(gpus) for pair, gpus in per_gpu.items()}
+        best_c, best_b = compute[(wid, prec)], bandwidth[(wid, prec)]
+        if gid not in best_c or e.compute > best_c[gid]:
+            best_c[gid] = e.compute
+        if gid not in best_b or e.bandwidth > best_b[gid]:
+            best_b[gid] = e.bandwidth
+    return {pair: _Leaders(gpus, bandwidth[pair]) for pair, gpus in compute.items()}
 
 
 def check_peers(
