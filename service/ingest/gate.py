@@ -71,18 +71,18 @@ def _new_rows(
 ) -> list[NewRow]:
     """The batch as result rows, each with its physics verdict."""
     now = utcnow()
-    rates = {slug: peak_rates(gpu) for slug, gpu in gpus.items()}
+    # What each row needs of its GPU and workload, read off the ORM objects once per batch.
+    gpu_of = {slug: (gpu.id, peak_rates(gpu)) for slug, gpu in gpus.items()}
+    workload_of = {slug: (w.id, w.flops_per_unit) for slug, w in workloads.items()}
     rows: list[NewRow] = []
     for item, extra in zip(items, extras, strict=True):
-        gpu, workload = gpus[item.gpu], workloads[item.workload]
-        assert gpu.id is not None and workload.id is not None
-        possible = not exceeds_peak(
-            item.value, workload.flops_per_unit, item.gpu_count, rates[item.gpu], item.precision
-        )
+        (gpu_id, rates), (workload_id, flops) = gpu_of[item.gpu], workload_of[item.workload]
+        assert gpu_id is not None and workload_id is not None
+        possible = not exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision)
         rows.append(
             NewRow(
-                gpu_id=gpu.id,
-                workload_id=workload.id,
+                gpu_id=gpu_id,
+                workload_id=workload_id,
                 value=item.value,
                 precision=item.precision,
                 gpu_count=item.gpu_count,

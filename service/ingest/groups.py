@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Table, and_, tuple_
+from sqlalchemy import Table, and_, or_, tuple_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
@@ -166,17 +166,14 @@ def _members(session: Session, groups: list[GroupKey]) -> dict[GroupKey, list[Me
         return out
     t = RESULT_TABLE
     query = sa_select(
-        t.c.id,
-        t.c.value,
-        t.c.status,
-        t.c.status_locked,
-        t.c.reason,
-        *(t.c[c] for c in GROUP_COLUMNS),
-    ).where(_exact_groups(t, groups), t.c.status.in_(STATS_STATUSES))
-    for rid, value, status, locked, reason, *key in session.execute(query).all():
-        if reason in STICKY_REASONS and not locked:
-            continue  # judged by the peers step: neither re-judged nor part of the statistics
-        out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked))
+        t.c.id, t.c.value, t.c.status, t.c.status_locked, *(t.c[c] for c in GROUP_COLUMNS)
+    ).where(
+        _exact_groups(t, groups),
+        t.c.status.in_(STATS_STATUSES),
+        or_(t.c.status_locked, t.c.reason.is_(None), t.c.reason.not_in(STICKY_REASONS)),
+    )
+    for rid, value, status, locked, gpu, workload, precision, count in session.execute(query):
+        out[(gpu, workload, precision, count)].append(Member(rid, value, status, locked))
     return out
 
 
