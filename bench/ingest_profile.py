@@ -41,21 +41,16 @@ import numpy as np
 import psycopg
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.ingest import (
     DEFAULT_DATABASE_URL,
     chunks,
     encode,
-    load_catalog,
     make_rows,
+    prepare,
     scratch_database,
 )
-from service.auth import create_api_key
-from service.catalog.seed import seed
-from service.core.db import make_engine
-from service.core.migrations import upgrade
 from service.core.settings import Settings
 from service.main import create_app
 
@@ -161,23 +156,10 @@ async def post_batches(
     return walls, per_batch
 
 
-def prepare(url: str, corpus: bool, rng: np.random.Generator) -> tuple[Any, str]:
-    upgrade(url)
-    engine = make_engine(url)
-    try:
-        seed(engine, results=corpus)
-        with Session(engine) as session, session.begin():
-            catalog = load_catalog(session, rng)
-            _key, secret = create_api_key(session, "profile", "submitter")
-    finally:
-        engine.dispose()
-    return catalog, secret
-
-
 def run(url: str, args: argparse.Namespace) -> None:
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    catalog, secret = prepare(url, args.corpus, rng)
+    catalog, secret = prepare(url, rng, corpus=args.corpus)
     print(
         f"setup (migrate + seed{' + corpus' if args.corpus else ''}): "
         f"{time.perf_counter() - started:.1f} s"

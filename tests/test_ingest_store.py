@@ -3,7 +3,7 @@ back bit for bit (on Postgres they travel as array literals built by service.ing
 
 from sqlmodel import Session, col, select
 
-from service.ingest.rows import NewRow
+from service.ingest.rows import COLUMNS, ITEM_FIELDS, NewRow
 from service.ingest.store import (
     StatusChange,
     insert_results,
@@ -12,6 +12,7 @@ from service.ingest.store import (
     upsert_aggregates,
 )
 from service.models import Aggregate, Gpu, Result, Workload, utcnow
+from service.schemas.results import ResultIn
 
 AWKWARD = ["plain", 'with "quotes"', "back\\slash", "comma, {brace}", "NULL", "", None]
 FLOATS = [1 / 3, 0.1 + 0.2, 1e-300, 123456789.123456789, 5e-324, 2.0**60 + 1]
@@ -90,3 +91,10 @@ def test_aggregate_upsert_inserts_then_replaces_with_exact_values(db):
             row["stats_median"],
             row["stats_mean_ad"],
         )
+
+
+def test_new_rows_carry_every_field_a_result_item_has():
+    """A field added to ResultIn must reach the stored row: the gate copies ITEM_FIELDS."""
+    assert set(ResultIn.model_fields) - {"gpu", "workload"} == set(ITEM_FIELDS)
+    assert set(ITEM_FIELDS) <= set(COLUMNS)
+    assert set(COLUMNS) <= set(Result.model_fields) - {"id"}
