@@ -27,21 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "service" / "catalog" / "llamacpp_results.csv"
-COLUMNS = [
-    "gpu",
-    "workload",
-    "value",
-    "precision",
-    "gpu_count",
-    "batch_size",
-    "framework",
-    "framework_version",
-    "source",
-    "source_date",
-    "device_string",
-    "system",
-    "note",
-]
+# Same columns as llm_results.csv, which corpus.py reads both with.
+COLUMNS = (OUT.parent / "llm_results.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
 WORKLOAD = {"pp512": "llama-2-7b-q4_0-pp512", "tg128": "llama-2-7b-q4_0-tg128"}
 FILE_NOTE = (
     "model llama-2-7b.Q4_0.gguf (TheBloke/Llama-2-7B-GGUF), "
