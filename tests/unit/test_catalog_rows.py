@@ -129,6 +129,12 @@ def test_stack_and_packaging_follow_vendor_and_market(row: dict[str, str]) -> No
         ("nvidia-rtx-5090", "fp16_tensor_tflops", 209.5),
         ("amd-mi300x", "bf16_tensor_tflops", 1307.4),
         ("amd-mi355x", "bf16_tensor_tflops", 2516.6),
+        # datasheet prints 272.8 sparse FP16; dense = 80 SMs x 1665 MHz x 1024
+        ("nvidia-rtx-a5500", "fp16_tensor_tflops", 136.4),
+        ("nvidia-rtx-a5500", "int8_tops", 272.8),
+        # dense = 48 SMs x 2173 MHz x 1024 / 2048; the datasheet's 327.6 is sparse FP8
+        ("nvidia-rtx-4000-ada", "bf16_tensor_tflops", 106.8),
+        ("nvidia-rtx-4000-ada", "fp8_tensor_tflops", 213.6),
     ],
 )
 def test_known_dense_rates_not_sparse(slug: str, column: str, dense: float) -> None:
@@ -179,3 +185,13 @@ def test_platform_only_parts_are_not_sold_as_cards() -> None:
         assert BY_SLUG[slug]["sold_as"] == "oam-8"
     for slug in ("nvidia-h100-pcie", "nvidia-l40s", "nvidia-a100-pcie-80gb", "nvidia-h200-nvl"):
         assert BY_SLUG[slug]["sold_as"] == "card"
+
+
+@pytest.mark.parametrize("slug", ["nvidia-rtx-a5500", "nvidia-rtx-4000-ada"])
+def test_workstation_tensor_rate_is_four_times_fp32_not_eight(slug: str) -> None:
+    """Ampere/Ada pro cards run FP16 tensor (FP32 accumulate) at 1024 FLOP/clk/SM against 256
+    FP32: dense = 4 x FP32. The sparse figure datasheets print would be 8 x."""
+    row = BY_SLUG[slug]
+    fp32 = _num(row, "fp32_tflops")
+    assert fp32 and _num(row, "fp16_tensor_tflops") == pytest.approx(4 * fp32, rel=0.01)
+    assert _num(row, "tf32_tensor_tflops") == pytest.approx(2 * fp32, rel=0.01)
