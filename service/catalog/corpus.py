@@ -1,4 +1,4 @@
-"""The shipped measured corpus: rows of measured_results.csv and llm_results.csv.
+"""The shipped measured corpus: rows of measured_results.csv, llm_results.csv, mlperf_results.csv.
 
 Design: rows are read as plain records (no validation here); the seed sends them through the
 same ingestion gate as POST /results, so a shipped number gets no easier path than a posted one.
@@ -14,6 +14,7 @@ from importlib import resources
 CORPUS_FILES: dict[str, str] = {
     "lambda": "measured_results.csv",
     "llm": "llm_results.csv",
+    "mlperf": "mlperf_results.csv",
 }
 
 
