@@ -124,12 +124,13 @@ def libpq_url(sqlalchemy_url: str) -> str:
     return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(False)
 
 
-def prepare(url: str, rng: np.random.Generator) -> tuple[Catalog, str]:
-    """Migrate and seed the database; return the row mix and a new submitter key's secret."""
+def prepare(url: str, rng: np.random.Generator, corpus: bool = True) -> tuple[Catalog, str]:
+    """Migrate and seed the database (with the measured corpus unless `corpus` is false);
+    return the row mix and a new submitter key's secret."""
     upgrade(url)
     engine = make_engine(url)
     try:
-        seed(engine)
+        seed(engine, results=corpus)
         with Session(engine) as session, session.begin():
             catalog = load_catalog(session, rng)
             _key, secret = create_api_key(session, "bench", "submitter")

@@ -164,9 +164,31 @@ def load_scaling_profiles() -> list[ScalingProfileSeed]:
     return [ScalingProfileSeed.model_validate(row) for row in _rows("scaling_profiles.csv")]
 
 
-def load_platforms() -> list[PlatformSeed]:
-    """platforms.csv (the `note` column is documentation, not stored)."""
+_PLATFORM_DOC_COLUMNS = ("note", "cards")  # documentation and test input, not stored
+
+
+def load_platform_rows() -> list[PlatformSeed]:
+    """Every row of platforms.csv, several per GPU count where several sources were found."""
     return [
-        PlatformSeed.model_validate({k: v for k, v in row.items() if k != "note"})
+        PlatformSeed.model_validate(
+            {k: v for k, v in row.items() if k not in _PLATFORM_DOC_COLUMNS}
+        )
         for row in _rows("platforms.csv")
     ]
+
+
+def newest_per_count(rows: list[PlatformSeed]) -> list[PlatformSeed]:
+    """One row per GPU count: the newest observation (an undated row loses to a dated one; on
+    equal dates the later row in the file wins), ordered by count. The platform table holds one
+    cost per count, so older sources stay in the CSV as documentation only."""
+    newest: dict[int, tuple[tuple[date, int], PlatformSeed]] = {}
+    for index, row in enumerate(rows):
+        key = (row.observed_at or date.min, index)
+        if row.gpu_count not in newest or key >= newest[row.gpu_count][0]:
+            newest[row.gpu_count] = (key, row)
+    return [row for _count, (_key, row) in sorted(newest.items())]
+
+
+def load_platforms() -> list[PlatformSeed]:
+    """platforms.csv reduced to the newest row per GPU count (what the seed stores)."""
+    return newest_per_count(load_platform_rows())

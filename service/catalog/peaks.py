@@ -1,8 +1,21 @@
 """Peak rates per precision, read from a catalog GPU's spec columns (one place for the
 mapping from a precision to the columns that hold it)."""
 
+from collections.abc import Iterable
+
 from service.domain.plausibility import PeakRates
 from service.models import Gpu
+
+# PeakRates field -> the gpu table's column that holds it
+RATE_COLUMNS: dict[str, str] = {
+    "fp32": "fp32_tflops",
+    "fp16_vector": "fp16_tflops",
+    "tf32_tensor": "tf32_tensor_tflops",
+    "fp16_tensor": "fp16_tensor_tflops",
+    "bf16_tensor": "bf16_tensor_tflops",
+    "fp8_tensor": "fp8_tensor_tflops",
+    "int8": "int8_tops",
+}
 
 CALIBRATED_RATE = {  # precision -> (calibration column, gpu spec column)
     "fp32": ("fp32_tflops", "fp32_tflops"),
@@ -15,15 +28,13 @@ CALIBRATED_RATE = {  # precision -> (calibration column, gpu spec column)
 
 def peak_rates(gpu: Gpu) -> PeakRates:
     """Every spec rate of `gpu`, for the physics gate and the estimator."""
-    return PeakRates(
-        fp32=gpu.fp32_tflops,
-        fp16_vector=gpu.fp16_tflops,
-        tf32_tensor=gpu.tf32_tensor_tflops,
-        fp16_tensor=gpu.fp16_tensor_tflops,
-        bf16_tensor=gpu.bf16_tensor_tflops,
-        fp8_tensor=gpu.fp8_tensor_tflops,
-        int8=gpu.int8_tops,
-    )
+    return rates_from_columns(getattr(gpu, column) for column in RATE_COLUMNS.values())
+
+
+def rates_from_columns(values: Iterable[float | None]) -> PeakRates:
+    """PeakRates from the RATE_COLUMNS values of one gpu row, in that order (a query that
+    selects those columns needs no ORM object)."""
+    return PeakRates(**dict(zip(RATE_COLUMNS, values, strict=True)))  # type: ignore[arg-type]
 
 
 def spec_peaks(gpu: Gpu | None) -> dict[str, float | None]:

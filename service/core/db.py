@@ -11,12 +11,11 @@ import logging
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 import psycopg
 from sqlalchemy import event, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, create_engine
@@ -149,17 +148,6 @@ def lock_keys(session: Session, keys: Iterable[str]) -> None:
         )
 
 
-def upsert_many(session: Session, table: Any, rows: list[dict[str, Any]], keys: list[str]) -> None:
-    """INSERT ... ON CONFLICT (keys) DO UPDATE for many rows in one executemany statement."""
-    if not rows:
-        return
-    dialect = session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    statement = insert(table)
-    updates = {k: statement.excluded[k] for k in rows[0] if k not in keys}
-    session.execute(statement.on_conflict_do_update(index_elements=keys, set_=updates), rows)
-
-
 def insert_returning_ids(session: Session, table: Any, rows: list[dict[str, Any]]) -> list[int]:
     """Insert many rows in the session's transaction; their new ids, in the rows' order.
 
@@ -168,12 +156,19 @@ def insert_returning_ids(session: Session, table: Any, rows: list[dict[str, Any]
     placeholders per 1000 rows, and psycopg spends most of a batch's time parsing it. Values
     must already be in database form (aware UTC datetimes, plain numbers and strings); column
     names come from our own code, never from a request.
+
+    On SQLite one executemany without RETURNING (with RETURNING, SQLAlchemy sends one INSERT
+    per row to keep the ids in order). The ids are then the ones up to last_insert_rowid():
+    SQLite admits one writer at a time (BEGIN IMMEDIATE, see make_engine), and a row inserted
+    without an id gets one past the largest rowid (with AUTOINCREMENT, past the largest ever
+    used), so a batch's ids are consecutive.
     """
     if not rows:
         return []
     if session.get_bind().dialect.name != "postgresql":
-        statement = table.insert().returning(table.c.id, sort_by_parameter_order=True)
-        return [int(i) for i in session.scalars(statement, rows)]
+        session.execute(table.insert(), rows)
+        last = int(session.scalars(text("SELECT last_insert_rowid()")).one())
+        return list(range(last - len(rows) + 1, last + 1))
     ids = [
         int(i)
         for i in session.scalars(
@@ -184,10 +179,11 @@ def insert_returning_ids(session: Session, table: Any, rows: list[dict[str, Any]
         )
     ]
     columns = list(rows[0])
+    pick = itemgetter(*columns) if len(columns) > 1 else lambda row: (row[columns[0]],)
     statement = f"COPY {table.name} (id, {', '.join(columns)}) FROM STDIN"
     with raw_pg_cursor(session, statement) as cursor, cursor.copy(statement) as copy:
         for rid, row in zip(ids, rows, strict=True):
-            copy.write_row((rid, *(row[c] for c in columns)))
+            copy.write_row((rid, *pick(row)))
     return ids
 
 

@@ -26,24 +26,33 @@ class GroupStats:
     mean_ad: float
 
 
+def median_of_sorted(ordered: Sequence[float]) -> float:
+    """The median of already sorted values: the middle one, or the mean of the two middle ones
+    (bit for bit what numpy.median returns; it costs ~20 us per call on a short list, and the
+    statistics step takes several medians per group)."""
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def summarize(values: Sequence[float]) -> Measurement:
     """Median, count and median absolute deviation (unscaled) of `values` (non-empty)."""
-    arr = np.asarray(values, dtype=float)
-    median = float(np.median(arr))
-    return Measurement(median=median, n=len(arr), mad=float(np.median(np.abs(arr - median))))
+    ordered = sorted(map(float, values))
+    median = median_of_sorted(ordered)
+    mad = median_of_sorted(sorted([abs(v - median) for v in ordered]))
+    return Measurement(median=median, n=len(ordered), mad=mad)
 
 
 def group_stats(values: Sequence[float]) -> GroupStats:
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
+    if not values:
         return GroupStats(0, 0.0, 0.0, 0.0)
-    median = float(np.median(arr))
-    deviations = np.abs(arr - median)
+    floats = [float(v) for v in values]
+    median = median_of_sorted(sorted(floats))
+    deviations = [abs(v - median) for v in floats]  # in the given order: np.mean sums pairwise
     # Spreads below float rounding of the median are rounding, not spread: call them 0.
     noise_floor = 1e-9 * abs(median)
-    mad, mean_ad = float(np.median(deviations)), float(np.mean(deviations))
+    mad, mean_ad = median_of_sorted(sorted(deviations)), float(np.mean(deviations))
     return GroupStats(
-        len(arr),
+        len(floats),
         median,
         mad if mad > noise_floor else 0.0,
         mean_ad if mean_ad > noise_floor else 0.0,

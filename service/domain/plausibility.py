@@ -6,6 +6,7 @@ column yet, so an fp4 run's ceiling is the fastest unit it certainly has (fp8 an
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from service.domain.vocabulary import COMPUTE_PRECISION
 
@@ -79,9 +80,9 @@ IMPLAUSIBLE_VS_PEERS = "implausible_vs_peers"
 SUPERLINEAR_SCALING = "superlinear_scaling"
 
 
-@dataclass(frozen=True)
-class Efficiency:
-    """Per-GPU throughput per TFLOPS of peak and per GB/s of bandwidth (relative units)."""
+class Efficiency(NamedTuple):
+    """Per-GPU throughput per TFLOPS of peak and per GB/s of bandwidth (relative units).
+    (A NamedTuple: the peers step makes one per stored group and row of a batch.)"""
 
     compute: float
     bandwidth: float
@@ -90,8 +91,13 @@ class Efficiency:
 def efficiency(
     value: float, gpu_count: int, rates: PeakRates, precision: str, bandwidth_gbs: float
 ) -> Efficiency:
+    return efficiency_at(value, gpu_count, peak_tflops(rates, precision), bandwidth_gbs)
+
+
+def efficiency_at(value: float, gpu_count: int, peak: float, bandwidth_gbs: float) -> Efficiency:
+    """efficiency() with the peak already looked up (a batch judges many rows per GPU)."""
     per_gpu = value / gpu_count
-    return Efficiency(per_gpu / peak_tflops(rates, precision), per_gpu / bandwidth_gbs)
+    return Efficiency(per_gpu / peak, per_gpu / bandwidth_gbs)
 
 
 def implausible_vs_peers(candidate: Efficiency, best_peer: Efficiency, memory_bound: bool) -> bool:

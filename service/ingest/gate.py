@@ -1,24 +1,30 @@
 """The ingestion gate: schema (schemas.py) -> physics -> peers (peers.py) -> statistics -> stored.
 
 A batch is stored in the caller's transaction: either every row lands with its status and
-reason, or (on any unknown slug) nothing does. The statistics step (service.groups) runs under
-per-group locks, so statuses and aggregates stay consistent when two batches hit the same group
-at once.
+reason, or (on any unknown slug) nothing does. The batch's groups are locked before anything
+stored is read (groups.lock_groups), so statuses and aggregates stay consistent when two
+batches hit the same group at once.
+
+Statements per batch (Postgres): the GPUs and workloads by slug (2), the group locks (1), what
+the batch's workloads already hold (known.py, 1), the members of groups due a full pass (1),
+status changes of stored results (0 or 1), the aggregates (1), ids and COPY of the rows (2).
 """
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlmodel import Session
 
 from service.catalog.lookup import by_slugs
 from service.catalog.peaks import peak_rates
-from service.core.db import insert_returning_ids
 from service.core.errors import InvalidInput
 from service.domain.plausibility import exceeds_peak
-from service.ingest.groups import RESULT_TABLE, GroupKey, evaluate, group_key
-from service.ingest.peers import check_peers
+from service.ingest.groups import evaluate_locked, lock_groups
+from service.ingest.known import read_known
+from service.ingest.peers import GpuSpec, check_peers
+from service.ingest.rows import GroupKey, NewRow
+from service.ingest.store import insert_results
 from service.models import ApiKey, Gpu, Workload, utcnow
 from service.schemas.results import ResultIn, ResultOutcome
 
@@ -56,6 +62,54 @@ def _resolve(
     return gpus, workloads
 
 
+def _new_rows(
+    items: Sequence[ResultIn],
+    extras: Sequence[Mapping[str, Any]],
+    gpus: Mapping[str, Gpu],
+    workloads: Mapping[str, Workload],
+    submitter_id: int | None,
+) -> list[NewRow]:
+    """The batch as result rows, each with its physics verdict."""
+    now = utcnow()
+    # What each row needs of its GPU and workload, read off the ORM objects once per batch.
+    gpu_of = {slug: (gpu.id, peak_rates(gpu)) for slug, gpu in gpus.items()}
+    workload_of = {slug: (w.id, w.flops_per_unit) for slug, w in workloads.items()}
+    rows: list[NewRow] = []
+    for item, extra in zip(items, extras, strict=True):
+        (gpu_id, rates), (workload_id, flops) = gpu_of[item.gpu], workload_of[item.workload]
+        assert gpu_id is not None and workload_id is not None
+        possible = not exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision)
+        rows.append(
+            NewRow(
+                gpu_id=gpu_id,
+                workload_id=workload_id,
+                value=item.value,
+                precision=item.precision,
+                gpu_count=item.gpu_count,
+                batch_size=item.batch_size,
+                framework=item.framework,
+                framework_version=item.framework_version,
+                driver=item.driver,
+                cuda=item.cuda,
+                notes=item.notes,
+                status="accepted" if possible else "rejected",
+                reason=None if possible else "exceeds_peak",
+                submitter_id=submitter_id,
+                created_at=now,
+                updated_at=now,
+                source=extra.get("source"),
+                importer=extra.get("importer", "json"),
+                device_string=extra.get("device_string"),
+                system=extra.get("system"),
+            )
+        )
+    return rows
+
+
+def _batch_specs(gpus: Iterable[Gpu]) -> dict[int, GpuSpec]:
+    return {g.id: GpuSpec(peak_rates(g), g.memory_bandwidth_gbs) for g in gpus if g.id is not None}
+
+
 def store_results(
     session: Session,
     items: Sequence[ResultIn],
@@ -68,40 +122,22 @@ def store_results(
     device_string and system: importers and the seed know them, a plain JSON post does not.
     """
     gpus, workloads = _resolve(session, items)
-    now = utcnow()
-    rates = {slug: peak_rates(gpu) for slug, gpu in gpus.items()}
-    rows: list[dict[str, Any]] = []
-    extras = provenance or [{} for _ in items]
-    for item, extra in zip(items, extras, strict=True):
-        gpu, workload = gpus[item.gpu], workloads[item.workload]
-        possible = not exceeds_peak(
-            item.value, workload.flops_per_unit, item.gpu_count, rates[item.gpu], item.precision
-        )
-        rows.append(
-            {
-                **item.model_dump(exclude={"gpu", "workload"}),
-                "gpu_id": gpu.id,
-                "workload_id": workload.id,
-                "status": "accepted" if possible else "rejected",
-                "reason": None if possible else "exceeds_peak",
-                "status_locked": False,
-                "submitter_id": submitter.id,
-                "created_at": now,
-                "updated_at": now,
-                "source": extra.get("source"),
-                "importer": extra.get("importer", "json"),
-                "device_string": extra.get("device_string"),
-                "system": extra.get("system"),
-            }
-        )
-    check_peers(session, rows, {w.id: w for w in workloads.values() if w.id is not None})
-    by_group: dict[GroupKey, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        if row["status"] == "accepted":  # rejected and peer-flagged rows skip statistics
-            by_group[group_key(row)].append(row)
-    evaluate(session, by_group)
-    ids = insert_returning_ids(session, RESULT_TABLE, rows)
+    rows = _new_rows(items, provenance or [{}] * len(items), gpus, workloads, submitter.id)
+    possible = [row for row in rows if row.status == "accepted"]
+    # Lock every group a row may still join, then read what the peers and statistics steps need
+    # in one statement; rows the peers step flags leave their group's lock unused.
+    lock_groups(session, sorted({row.group for row in possible}))
+    known = read_known(session, {row.workload_id for row in possible})
+    specs = {**known.specs, **_batch_specs(gpus.values())}
+    memory_bound = {w.id: w.memory_bound for w in workloads.values() if w.id is not None}
+    check_peers(possible, known.medians, specs, memory_bound)
+    by_group: dict[GroupKey, list[NewRow]] = defaultdict(list)
+    for row in possible:
+        if row.status == "accepted":  # peer-flagged rows skip statistics
+            by_group[row.group].append(row)
+    evaluate_locked(session, by_group, known.aggregates(by_group))
+    ids = insert_results(session, rows)
     return [
-        ResultOutcome(id=rid, status=row["status"], reason=row["reason"])
+        ResultOutcome(id=rid, status=row.status, reason=row.reason)
         for rid, row in zip(ids, rows, strict=True)
     ]

@@ -13,21 +13,28 @@ new result, instead of re-reading every large group on every write.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Table, and_, bindparam, tuple_, update
+from sqlalchemy import Table, and_, or_, tuple_
 from sqlalchemy import select as sa_select
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session
 
-from service.core.db import lock_keys, raw_pg_cursor, upsert_many
+from service.core.db import lock_keys, raw_pg_cursor
 from service.domain.outliers import GroupStats, flag, group_stats, summarize
+from service.ingest.rows import GROUP_COLUMNS, GroupKey, NewRow
+from service.ingest.store import (
+    AGGREGATE_TABLE,
+    RESULT_TABLE,
+    StatusChange,
+    pg_array,
+    update_statuses,
+    upsert_aggregates,
+)
 from service.models import utcnow
 
-GroupKey = tuple[int, int, str, int]  # gpu_id, workload_id, precision, gpu_count
-GROUP_COLUMNS = ("gpu_id", "workload_id", "precision", "gpu_count")
 STATS_STATUSES = ("accepted", "outlier", "verified")  # values that shape a group's statistics
 AGGREGATE_STATUSES = ("accepted", "verified")  # values that feed medians and rankings
 # Outliers set by the peers step: they keep their status on every later pass and stay out of
@@ -35,23 +42,15 @@ AGGREGATE_STATUSES = ("accepted", "verified")  # values that feed medians and ra
 STICKY_REASONS = ("implausible_vs_peers", "superlinear_scaling")
 FULL_PASS_BELOW = 64
 REEVALUATE_GROWTH = 1.25
-RESULT_TABLE: Table = SQLModel.metadata.tables["result"]
-AGGREGATE_TABLE: Table = SQLModel.metadata.tables["aggregate"]
 
 
-@dataclass
-class Member:
+class Member(NamedTuple):
+    """A stored result of a group, as the statistics step reads it."""
+
     id: int
     value: float
     status: str
     locked: bool
-    reason: str | None = None
-
-
-# A result row the gate is about to insert, as the gate builds it: `value` is read, `status`
-# and `reason` are set here, its other columns pass through untouched (a plain dict, so the
-# gate inserts it as is).
-NewRow = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -70,8 +69,16 @@ class Aggregate:
         stats = GroupStats(row.stats_n, row.stats_median, row.stats_mad, row.stats_mean_ad)
         return cls(row.median, row.n, row.mad, stats, row.evaluated_n)
 
-    def as_row(self, group: GroupKey, now: datetime) -> dict[str, Any]:
-        """The one place the aggregate table's columns are spelled out."""
+    @classmethod
+    def from_values(cls, values: Sequence[Any]) -> "Aggregate":
+        """From the AGGREGATE_VALUES columns, in that order."""
+        median, n, mad, stats_n, stats_median, stats_mad, stats_mean_ad, evaluated_n = values
+        stats = GroupStats(stats_n, stats_median, stats_mad, stats_mean_ad)
+        return cls(median, n, mad, stats, evaluated_n)
+
+    def as_row(self, group: GroupKey) -> dict[str, Any]:
+        """The one place the aggregate table's columns are spelled out (updated_at: the
+        writer's)."""
         return {
             **dict(zip(GROUP_COLUMNS, group, strict=True)),
             "median": self.median,
@@ -82,15 +89,28 @@ class Aggregate:
             "stats_mad": self.stats.mad,
             "stats_mean_ad": self.stats.mean_ad,
             "evaluated_n": self.evaluated_n,
-            "updated_at": now,
         }
 
 
-def group_key(row: Mapping[str, Any] | Any) -> GroupKey:
+# The aggregate columns Aggregate.from_values reads, in its order.
+AGGREGATE_VALUES = (
+    "median",
+    "n",
+    "mad",
+    "stats_n",
+    "stats_median",
+    "stats_mad",
+    "stats_mean_ad",
+    "evaluated_n",
+)
+
+
+def group_key(row: Any) -> GroupKey:
     return (row["gpu_id"], row["workload_id"], row["precision"], row["gpu_count"])
 
 
-def _lock(session: Session, groups: Iterable[GroupKey]) -> None:
+def lock_groups(session: Session, groups: Iterable[GroupKey]) -> None:
+    """Serialize writers of these groups until the transaction ends (before reading them)."""
     lock_keys(session, ("result-group:{}:{}:{}:{}".format(*g) for g in groups))
 
 
@@ -118,13 +138,16 @@ def _stored(session: Session, groups: list[GroupKey]) -> dict[GroupKey, Aggregat
 
 
 # Postgres: the groups travel as four arrays (one parameter each), so the statement text is
-# the same for every batch and psycopg parses it once, however many groups there are.
+# the same for every batch and psycopg parses it once, however many groups there are; a row
+# names its group by its position in them. Results the peers step flagged (a sticky reason, not
+# locked by an admin) are neither re-judged nor part of the statistics.
+_MEMBER_TYPES = ("int[]", "int[]", "text[]", "int[]")
 _MEMBERS_PG = (
-    "SELECT r.id, r.value, r.status, r.status_locked, r.reason, r.gpu_id, r.workload_id,"
-    " r.precision, r.gpu_count FROM result AS r"
-    " JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[])"
-    " AS g(gpu_id, workload_id, precision, gpu_count) USING (gpu_id, workload_id, precision,"
+    "SELECT g.i, r.id, r.value, r.status, r.status_locked FROM result AS r"
+    " JOIN unnest(%s::int[], %s::int[], %s::text[], %s::int[]) WITH ORDINALITY"
+    " AS g(gpu_id, workload_id, precision, gpu_count, i) USING (gpu_id, workload_id, precision,"
     " gpu_count) WHERE r.status = ANY(%s)"
+    " AND (r.status_locked OR r.reason IS NULL OR r.reason <> ALL(%s))"
 )
 
 
@@ -132,27 +155,25 @@ def _members(session: Session, groups: list[GroupKey]) -> dict[GroupKey, list[Me
     """Every result that shapes the statistics of `groups`, by group."""
     if not groups:
         return {}
+    out: dict[GroupKey, list[Member]] = defaultdict(list)
     if session.get_bind().dialect.name == "postgresql":
         with raw_pg_cursor(session, _MEMBERS_PG) as cursor:
-            columns = [list(c) for c in zip(*groups, strict=True)]
-            cursor.execute(_MEMBERS_PG, [*columns, list(STATS_STATUSES)])
-            rows = cursor.fetchall()
-    else:
-        t = RESULT_TABLE
-        query = sa_select(
-            t.c.id,
-            t.c.value,
-            t.c.status,
-            t.c.status_locked,
-            t.c.reason,
-            *(t.c[c] for c in GROUP_COLUMNS),
-        ).where(_exact_groups(t, groups), t.c.status.in_(STATS_STATUSES))
-        rows = session.execute(query).all()
-    out: dict[GroupKey, list[Member]] = defaultdict(list)
-    for rid, value, status, locked, reason, *key in rows:
-        if reason in STICKY_REASONS and not locked:
-            continue  # judged by the peers step: neither re-judged nor part of the statistics
-        out[(key[0], key[1], key[2], key[3])].append(Member(rid, value, status, locked, reason))
+            columns = zip(*groups, strict=True)
+            arrays = [pg_array(c, t) for c, t in zip(columns, _MEMBER_TYPES, strict=True)]
+            cursor.execute(_MEMBERS_PG, [*arrays, list(STATS_STATUSES), list(STICKY_REASONS)])
+            for index, rid, value, status, locked in cursor.fetchall():
+                out[groups[index - 1]].append(Member(rid, value, status, locked))
+        return out
+    t = RESULT_TABLE
+    query = sa_select(
+        t.c.id, t.c.value, t.c.status, t.c.status_locked, *(t.c[c] for c in GROUP_COLUMNS)
+    ).where(
+        _exact_groups(t, groups),
+        t.c.status.in_(STATS_STATUSES),
+        or_(t.c.status_locked, t.c.reason.is_(None), t.c.reason.not_in(STICKY_REASONS)),
+    )
+    for rid, value, status, locked, gpu, workload, precision, count in session.execute(query):
+        out[(gpu, workload, precision, count)].append(Member(rid, value, status, locked))
     return out
 
 
@@ -164,16 +185,14 @@ def _needs_full_pass(stored: Aggregate | None, new_count: int) -> bool:
 
 
 def _judge(row: NewRow, stats: GroupStats) -> None:
-    z = flag(row["value"], stats)
-    row["status"], row["reason"] = ("outlier", f"modified_z={z:+.1f}") if z else ("accepted", None)
+    z = flag(row.value, stats)
+    row.status, row.reason = ("outlier", f"modified_z={z:+.1f}") if z else ("accepted", None)
 
 
-def _full_pass(
-    old: list[Member], new_rows: list[NewRow], changes: list[dict[str, Any]]
-) -> Aggregate:
+def _full_pass(old: list[Member], new_rows: list[NewRow], changes: list[StatusChange]) -> Aggregate:
     """Decide every status of the group again from its statistics (old and new values);
     status changes of stored results are appended to `changes`."""
-    stats = group_stats([m.value for m in old] + [r["value"] for r in new_rows])
+    stats = group_stats([m.value for m in old] + [r.value for r in new_rows])
     kept: list[float] = []
     for m in old:
         status = m.status
@@ -182,13 +201,13 @@ def _full_pass(
             status = "outlier" if z else "accepted"
             if status != m.status:
                 reason = f"modified_z={z:+.1f}" if z else None
-                changes.append({"rid": m.id, "new_status": status, "new_reason": reason})
+                changes.append(StatusChange(m.id, status, reason))
         if status in AGGREGATE_STATUSES:
             kept.append(m.value)
     for row in new_rows:
         _judge(row, stats)
-        if row["status"] == "accepted":
-            kept.append(row["value"])
+        if row.status == "accepted":
+            kept.append(row.value)
     if not kept:
         return Aggregate(0.0, 0, 0.0, stats, stats.n)
     public = summarize(kept)
@@ -199,25 +218,19 @@ def _incremental(stored: Aggregate, new_rows: list[NewRow]) -> Aggregate:
     """Judge the new rows against the last full pass's statistics; only the counts move."""
     for row in new_rows:
         _judge(row, stored.stats)
-    accepted = sum(r["status"] == "accepted" for r in new_rows)
+    accepted = sum(r.status == "accepted" for r in new_rows)
     stats = replace(stored.stats, n=stored.stats.n + len(new_rows))
     return replace(stored, n=stored.n + accepted, stats=stats)
 
 
 def _write(
     session: Session,
-    changes: list[dict[str, Any]],
+    changes: list[StatusChange],
     aggregates: list[dict[str, Any]],
     now: datetime,
 ) -> None:
-    if changes:
-        session.execute(
-            update(RESULT_TABLE)
-            .where(RESULT_TABLE.c.id == bindparam("rid"))
-            .values(status=bindparam("new_status"), reason=bindparam("new_reason"), updated_at=now),
-            changes,
-        )
-    upsert_many(session, AGGREGATE_TABLE, aggregates, list(GROUP_COLUMNS))
+    update_statuses(session, changes, now)
+    upsert_aggregates(session, aggregates, now)
 
 
 def evaluate(
@@ -231,21 +244,34 @@ def evaluate(
     groups = sorted(new_by_group)
     if not groups:
         return
-    _lock(session, groups)
-    stored = _stored(session, groups)
+    lock_groups(session, groups)
+    evaluate_locked(session, new_by_group, _stored(session, groups), force)
+
+
+def evaluate_locked(
+    session: Session,
+    new_by_group: Mapping[GroupKey, list[NewRow]],
+    stored: Mapping[GroupKey, Aggregate],
+    force: bool = False,
+) -> None:
+    """evaluate() for a caller that holds the groups' locks and read their `stored`
+    aggregates after taking them (the gate reads them with the peers' references)."""
+    groups = sorted(new_by_group)
+    if not groups:
+        return
     full = [g for g in groups if force or _needs_full_pass(stored.get(g), len(new_by_group[g]))]
     full_set = set(full)
     members = _members(session, full)
     now = utcnow()
     aggregates: list[dict[str, Any]] = []
-    changes: list[dict[str, Any]] = []
+    changes: list[StatusChange] = []
     for group in groups:
         new_rows = new_by_group[group]
         if group in full_set:
             aggregate = _full_pass(members.get(group, []), new_rows, changes)
         else:
             aggregate = _incremental(stored[group], new_rows)
-        aggregates.append(aggregate.as_row(group, now))
+        aggregates.append(aggregate.as_row(group))
     _write(session, changes, aggregates, now)
 
 

@@ -6,96 +6,144 @@ Runs after physics and before statistics. Two checks, both from service.domain.p
   workload and precision (even when the result starts a group of one);
 - superlinear_scaling: N GPUs claiming clearly more than N times the same GPU's 1-GPU median.
 
-References are the stored accepted medians (aggregate table, one query) plus the batch's own
-rows that passed physics (median per group), so a seed batch judges itself consistently. Rows
-flagged here are stored as `outlier` with a sticky reason (see groups.STICKY_REASONS): the
-statistics step never turns them back into `accepted`.
+References are the stored accepted medians (read by the gate with the group aggregates, in the
+same statement: known.py) plus the batch's own rows that passed physics (median per group), so
+a seed batch judges itself consistently. Rows flagged here are stored as `outlier` with a sticky
+reason (see groups.STICKY_REASONS): the statistics step never turns them back into `accepted`.
+
+Cost: O(rows + groups). Each GPU's peak per precision is looked up once per batch, and per
+(workload, precision) the two best GPUs on each efficiency measure are kept, so "the best of
+the *other* GPUs" is a lookup instead of a scan of every peer for every row. The componentwise
+maximum over the other GPUs is the same number either way.
 """
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
 from statistics import median
-from typing import Any
 
-from sqlalchemy import select as sa_select
-from sqlmodel import Session, col, select
-
-from service.catalog.peaks import peak_rates
 from service.domain.plausibility import (
     IMPLAUSIBLE_VS_PEERS,
     SUPERLINEAR_SCALING,
     Efficiency,
-    best_efficiency,
-    efficiency,
+    PeakRates,
+    efficiency_at,
     implausible_vs_peers,
+    peak_tflops,
     superlinear,
 )
-from service.ingest.groups import AGGREGATE_TABLE
-from service.models import Gpu, Workload
+from service.ingest.rows import GroupKey, NewRow
 
 PairKey = tuple[int, str]  # workload_id, precision
 
 
-def _medians(
-    session: Session, rows: Sequence[dict[str, Any]]
-) -> dict[tuple[int, int, str, int], float]:
-    """Accepted median per group (gpu, workload, precision, count): stored, then the batch's."""
-    workload_ids = {r["workload_id"] for r in rows}
-    t = AGGREGATE_TABLE
-    stored = session.execute(
-        sa_select(t.c.gpu_id, t.c.workload_id, t.c.precision, t.c.gpu_count, t.c.median).where(
-            t.c.workload_id.in_(workload_ids), t.c.n > 0
-        )
-    ).all()
-    out = {(g, w, p, c): m for g, w, p, c, m in stored}
-    batch: dict[tuple[int, int, str, int], list[float]] = defaultdict(list)
+@dataclass(frozen=True)
+class GpuSpec:
+    """What the peers step needs of a GPU: its peak rates and memory bandwidth."""
+
+    rates: PeakRates
+    bandwidth_gbs: float | None
+
+
+class _Efficiencies:
+    """Efficiency of a throughput on a GPU at a precision; the GPU's ceilings (peak at that
+    precision, bandwidth) are looked up once. None where nothing can be compared: no bandwidth,
+    no rate for the precision, or a zero ceiling."""
+
+    def __init__(self, specs: Mapping[int, GpuSpec]) -> None:
+        self._specs = specs
+        self._ceilings: dict[tuple[int, str], tuple[float, float] | None] = {}
+
+    def _ceiling(self, gpu_id: int, precision: str) -> tuple[float, float] | None:
+        spec = self._specs.get(gpu_id)
+        ceiling = None
+        if spec is not None and spec.bandwidth_gbs:
+            # KeyError, ValueError: a precision this GPU has no rate for
+            with suppress(KeyError, ValueError):
+                ceiling = (peak_tflops(spec.rates, precision), spec.bandwidth_gbs)
+        self._ceilings[(gpu_id, precision)] = ceiling
+        return ceiling
+
+    def __call__(self, gpu_id: int, value: float, count: int, precision: str) -> Efficiency | None:
+        key = (gpu_id, precision)
+        ceiling = self._ceilings[key] if key in self._ceilings else self._ceiling(*key)
+        if ceiling is None:
+            return None
+        try:
+            return efficiency_at(value, count, *ceiling)
+        except ZeroDivisionError:
+            return None
+
+
+class _Leaders:
+    """Per (workload, precision): the two best GPUs on each measure, for the best of the
+    others (componentwise maximum over every other GPU's efficiencies)."""
+
+    def __init__(self, compute: Mapping[int, float], bandwidth: Mapping[int, float]) -> None:
+        self._compute = sorted(((v, g) for g, v in compute.items()), reverse=True)[:2]
+        self._bandwidth = sorted(((v, g) for g, v in bandwidth.items()), reverse=True)[:2]
+
+    def best_other_than(self, gpu_id: int) -> Efficiency | None:
+        compute = next((v for v, g in self._compute if g != gpu_id), None)
+        bandwidth = next((v for v, g in self._bandwidth if g != gpu_id), None)
+        if compute is None or bandwidth is None:
+            return None
+        return Efficiency(compute, bandwidth)
+
+
+def _medians(stored: Mapping[GroupKey, float], rows: Sequence[NewRow]) -> dict[GroupKey, float]:
+    """Accepted median per group: stored, else the batch's."""
+    batch: dict[GroupKey, list[float]] = defaultdict(list)
     for r in rows:
-        batch[(r["gpu_id"], r["workload_id"], r["precision"], r["gpu_count"])].append(r["value"])
+        batch[r.group].append(r.value)
+    out = dict(stored)
     for key, values in batch.items():
         out.setdefault(key, median(values))
     return out
 
 
-def check_peers(
-    session: Session, rows: list[dict[str, Any]], workloads: dict[int, Workload]
-) -> None:
-    """Mark rows (still `accepted` after physics) that their peers make implausible."""
-    candidates = [r for r in rows if r["status"] == "accepted"]
-    if not candidates:
-        return
-    medians = _medians(session, candidates)
-    gpu_ids = {k[0] for k in medians}
-    gpus = {g.id: g for g in session.exec(select(Gpu).where(col(Gpu.id).in_(gpu_ids)))}
-    rates = {gid: peak_rates(g) for gid, g in gpus.items()}
-
-    def eff(gpu_id: int, value: float, count: int, precision: str) -> Efficiency | None:
-        gpu = gpus.get(gpu_id)
-        if gpu is None or not gpu.memory_bandwidth_gbs:
-            return None
-        try:
-            return efficiency(value, count, rates[gpu_id], precision, gpu.memory_bandwidth_gbs)
-        except (KeyError, ValueError, ZeroDivisionError):
-            return None  # a precision this GPU has no rate for: nothing to compare
-
-    per_gpu: dict[PairKey, dict[int, list[Efficiency]]] = defaultdict(lambda: defaultdict(list))
+def _leaders(medians: Mapping[GroupKey, float], eff: _Efficiencies) -> dict[PairKey, _Leaders]:
+    """Each GPU's best efficiency on each measure (over its groups: counts), per pair."""
+    compute: dict[PairKey, dict[int, float]] = defaultdict(dict)
+    bandwidth: dict[PairKey, dict[int, float]] = defaultdict(dict)
     for (gid, wid, prec, count), value in medians.items():
         e = eff(gid, value, count, prec)
-        if e is not None:
-            per_gpu[(wid, prec)][gid].append(e)
-    for row in candidates:
-        gid, wid, prec, count = (
-            row["gpu_id"],
-            row["workload_id"],
-            row["precision"],
-            row["gpu_count"],
-        )
-        if superlinear(row["value"], count, medians.get((gid, wid, prec, 1))):
-            row["status"], row["reason"] = "outlier", SUPERLINEAR_SCALING
+        if e is None:
             continue
-        mine = eff(gid, row["value"], count, prec)
-        peers = [e for other, es in per_gpu[(wid, prec)].items() if other != gid for e in es]
-        best = best_efficiency(peers)
+        best_c, best_b = compute[(wid, prec)], bandwidth[(wid, prec)]
+        if gid not in best_c or e.compute > best_c[gid]:
+            best_c[gid] = e.compute
+        if gid not in best_b or e.bandwidth > best_b[gid]:
+            best_b[gid] = e.bandwidth
+    return {pair: _Leaders(gpus, bandwidth[pair]) for pair, gpus in compute.items()}
+
+
+def check_peers(
+    rows: Iterable[NewRow],
+    stored_medians: Mapping[GroupKey, float],
+    specs: Mapping[int, GpuSpec],
+    memory_bound: Mapping[int, bool],
+) -> None:
+    """Mark rows (still `accepted` after physics) that their peers make implausible.
+
+    `stored_medians`: accepted median of every stored group (n > 0) of the rows' workloads;
+    `specs`: every GPU named there or in `rows`; `memory_bound`: per workload id."""
+    candidates = [r for r in rows if r.status == "accepted"]
+    if not candidates:
+        return
+    medians = _medians(stored_medians, candidates)
+    eff = _Efficiencies(specs)
+    leaders = _leaders(medians, eff)
+    for row in candidates:
+        gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
+        if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
+            row.status, row.reason = "outlier", SUPERLINEAR_SCALING
+            continue
+        mine = eff(gid, row.value, count, prec)
+        pair = leaders.get((wid, prec))
+        best = pair.best_other_than(gid) if pair is not None else None
         if mine is None or best is None:
             continue
-        if implausible_vs_peers(mine, best, workloads[wid].memory_bound):
-            row["status"], row["reason"] = "outlier", IMPLAUSIBLE_VS_PEERS
+        if implausible_vs_peers(mine, best, memory_bound[wid]):
+            row.status, row.reason = "outlier", IMPLAUSIBLE_VS_PEERS

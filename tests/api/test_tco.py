@@ -128,6 +128,22 @@ def test_platform_cost_comes_from_the_sourced_table_or_is_zero_and_said(client):
         assert r["resale_usd"] == pytest.approx(0.5 * r["total_price_usd"])
 
 
+def test_a_four_gpu_configuration_carries_the_sourced_four_gpu_platform(client):
+    """The 4-GPU box (board with four x16 slots, big PSU, frame) is priced, not free."""
+    row = next(p for p in loaders.load_platforms() if p.gpu_count == 4)
+    table_usd = sum(v for v in (row.host_usd, row.psu_usd, row.chassis_usd) if v is not None)
+    ask = ASK | {"workload": "resnet50-train", "max_gpus": 4, "limit": 50}
+    body = client.get("/recommend", params=ask).json()
+    fours = [r for r in body["recommendations"] if r["count"] == 4]
+    assert fours, "a $5,000 budget should reach some 4-GPU configuration"
+    for r in fours:
+        assert r["platform_usd"] > 0
+        assert r["platform_usd"] == pytest.approx(table_usd)
+        assert "platform counted as $0" not in r["why"]
+        assert f"for 4 GPU(s) ({row.source})" in r["why"]
+        assert r["tco_usd"] >= r["total_price_usd"] + r["platform_usd"] - r["resale_usd"]
+
+
 def test_resale_defaults_to_the_used_new_price_ratio(db, client):
     slug = "nvidia-rtx-4090"
     _add_price(db, slug, usd=2000.0, condition="new")

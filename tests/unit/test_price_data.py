@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -78,13 +79,69 @@ def test_sold_as_rows() -> None:
             assert _date(r["observed_at"]) <= TODAY
 
 
-def test_platform_rows() -> None:
-    rows = _rows("platforms.csv")
-    assert rows
-    for r in rows:
-        assert int(r["gpu_count"]) >= 1
-        assert r["source"].strip()
-        assert _date(r["observed_at"]) <= TODAY
-        for col in ("host_usd", "psu_w", "psu_usd", "chassis_usd"):
-            if r[col]:
-                assert float(r[col]) > 0
+PLATFORMS = _rows("platforms.csv")
+TDP_W = {r["slug"]: float(r["tdp_w"]) for r in _rows("gpus.csv") if r["tdp_w"]}
+PLATFORM_PARTS = ("host_usd", "psu_usd", "chassis_usd")
+
+
+def test_platforms_header() -> None:
+    with (CATALOG / "platforms.csv").open(encoding="utf-8") as fh:
+        header = fh.readline().strip().split(",")
+    expected = ["gpu_count", "host_usd", "psu_w", "psu_usd", "chassis_usd", "cards", "source"]
+    assert header == [*expected, "observed_at", "note"]
+
+
+def test_platforms_cover_the_multi_gpu_counts() -> None:
+    counts = {int(r["gpu_count"]) for r in PLATFORMS}
+    assert {1, 2, 4} <= counts
+
+
+def test_no_duplicate_platform_observations() -> None:
+    keys = [(r["gpu_count"], r["source"], r["observed_at"]) for r in PLATFORMS]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("row", PLATFORMS, ids=lambda r: f"{r['gpu_count']}gpu:{r['observed_at']}")
+def test_platform_row_rules(row: dict[str, str]) -> None:
+    count = int(row["gpu_count"])
+    assert count >= 1
+    assert row["source"].strip(), "every row carries its source"
+    assert _date(row["observed_at"]) <= TODAY, "observed_at may not be in the future"
+    assert row["note"].strip(), "the note says how host_usd was summed and what was left out"
+    for col in ("host_usd", "psu_w", "psu_usd", "chassis_usd"):
+        if row[col]:
+            assert float(row[col]) > 0
+    assert any(row[c] for c in PLATFORM_PARTS), "a row prices at least one part"
+    if row["psu_usd"]:
+        assert row["psu_w"], "a priced power supply names its rating"
+
+
+@pytest.mark.parametrize("row", PLATFORMS, ids=lambda r: f"{r['gpu_count']}gpu:{r['observed_at']}")
+def test_platform_cards_are_catalog_gpus_one_per_slot(row: dict[str, str]) -> None:
+    cards = row["cards"].split("|")
+    assert len(cards) == int(row["gpu_count"])
+    assert all(card in TDP_W for card in cards), cards
+
+
+@pytest.mark.parametrize("row", PLATFORMS, ids=lambda r: f"{r['gpu_count']}gpu:{r['observed_at']}")
+def test_platform_psu_covers_the_cards_or_the_note_says_why(row: dict[str, str]) -> None:
+    """The power supply carries the TDP of the cards the box was built for (gpus.csv tdp_w);
+    a row without a rating must say in its note that the power supply was not priced."""
+    draw = sum(TDP_W[card] for card in row["cards"].split("|"))
+    if row["psu_w"]:
+        assert float(row["psu_w"]) >= draw, (row["psu_w"], draw)
+    else:
+        note = row["note"].lower()
+        assert "power suppl" in note and "not priced" in note
+
+
+@pytest.mark.parametrize("row", PLATFORMS, ids=lambda r: f"{r['gpu_count']}gpu:{r['observed_at']}")
+def test_platform_host_is_the_sum_of_the_parts_in_the_note(row: dict[str, str]) -> None:
+    """The note lists host parts as 'host = part $x + part $y ...;' (asides in parentheses);
+    host_usd must be their sum, so a mistyped figure or a dropped part shows."""
+    assert "host = " in row["note"]
+    listed = row["note"].split("host = ", 1)[1].split(";", 1)[0]
+    listed = re.sub(r"\([^)]*\)", "", listed)
+    figures = [float(x.replace(",", "")) for x in re.findall(r"\$([\d,]+(?:\.\d+)?)", listed)]
+    assert figures
+    assert sum(figures) == pytest.approx(float(row["host_usd"]), abs=0.005)

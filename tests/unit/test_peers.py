@@ -1,0 +1,128 @@
+"""The peers step against its definition: for every row, the best efficiency of the *other*
+GPUs (componentwise maximum over all their groups), recomputed by brute force per row."""
+
+from collections import defaultdict
+from datetime import UTC, datetime
+from statistics import median
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.domain.plausibility import (
+    IMPLAUSIBLE_VS_PEERS,
+    SUPERLINEAR_SCALING,
+    PeakRates,
+    best_efficiency,
+    efficiency,
+    implausible_vs_peers,
+    superlinear,
+)
+from service.ingest.peers import GpuSpec, check_peers
+from service.ingest.rows import NewRow
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "q4_k_m")
+GPUS = range(1, 7)
+WORKLOADS = range(1, 4)
+
+
+def reference(rows, stored, specs, memory_bound):
+    """The peers step as first written: a scan of every peer's efficiencies for each row."""
+    candidates = [r for r in rows if r.status == "accepted"]
+    medians = dict(stored)
+    batch = defaultdict(list)
+    for r in candidates:
+        batch[r.group].append(r.value)
+    for key, values in batch.items():
+        medians.setdefault(key, median(values))
+
+    def eff(gid, value, count, prec):
+        spec = specs.get(gid)
+        if spec is None or not spec.bandwidth_gbs:
+            return None
+        try:
+            return efficiency(value, count, spec.rates, prec, spec.bandwidth_gbs)
+        except (KeyError, ValueError, ZeroDivisionError):
+            return None
+
+    per_gpu = defaultdict(lambda: defaultdict(list))
+    for (gid, wid, prec, count), value in medians.items():
+        e = eff(gid, value, count, prec)
+        if e is not None:
+            per_gpu[(wid, prec)][gid].append(e)
+    verdicts = {}
+    for i, row in enumerate(rows):
+        if row.status != "accepted":
+            continue
+        gid, wid, prec, count = row.group
+        if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
+            verdicts[i] = SUPERLINEAR_SCALING
+            continue
+        mine = eff(gid, row.value, count, prec)
+        peers = [e for other, es in per_gpu[(wid, prec)].items() if other != gid for e in es]
+        best = best_efficiency(peers)
+        flagged = mine and best and implausible_vs_peers(mine, best, memory_bound[wid])
+        verdicts[i] = IMPLAUSIBLE_VS_PEERS if flagged else None
+    return verdicts
+
+
+optional_rate = st.one_of(st.none(), st.floats(1.0, 2000.0))
+specs_strategy = st.fixed_dictionaries(
+    {
+        g: st.builds(
+            GpuSpec,
+            st.builds(PeakRates, st.floats(1.0, 100.0), *[optional_rate] * 6),
+            st.one_of(st.none(), st.just(0.0), st.floats(100.0, 8000.0)),
+        )
+        for g in GPUS
+    }
+)
+group = st.tuples(
+    st.sampled_from(GPUS),
+    st.sampled_from(WORKLOADS),
+    st.sampled_from(PRECISIONS),
+    st.sampled_from([1, 2, 4, 8]),
+)
+value = st.floats(1e-3, 1e6)
+
+
+def new_row(key, v, status):
+    gid, wid, prec, count = key
+    return NewRow(
+        gpu_id=gid, workload_id=wid, value=v, precision=prec, gpu_count=count, batch_size=None,
+        framework="pytorch", framework_version=None, driver=None, cuda=None, notes=None,
+        status=status, reason=None, submitter_id=1, created_at=NOW, updated_at=NOW,
+    )  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    specs=specs_strategy,
+    stored=st.dictionaries(group, value, max_size=25),
+    batch=st.lists(st.tuples(group, value, st.sampled_from(["accepted", "rejected"])), max_size=30),
+    memory_bound=st.fixed_dictionaries({w: st.booleans() for w in WORKLOADS}),
+)
+def test_check_peers_matches_the_brute_force_definition(specs, stored, batch, memory_bound):
+    rows = [new_row(k, v, s) for k, v, s in batch]
+    expected = reference(rows, stored, specs, memory_bound)
+    check_peers(rows, stored, specs, memory_bound)
+    for i, row in enumerate(rows):
+        if i not in expected:
+            assert (row.status, row.reason) == ("rejected", None)
+        elif expected[i] is None:
+            assert (row.status, row.reason) == ("accepted", None)
+        else:
+            assert (row.status, row.reason) == ("outlier", expected[i])
+
+
+def test_a_group_of_one_far_beyond_every_other_gpu_is_flagged_and_a_peer_is_not():
+    rates = PeakRates(fp32=10.0, fp16_tensor=100.0)
+    specs = {1: GpuSpec(rates, 1000.0), 2: GpuSpec(rates, 1000.0), 3: GpuSpec(rates, 1000.0)}
+    stored = {(1, 1, "fp16", 1): 100.0, (2, 1, "fp16", 1): 120.0}
+    inflated, ordinary = (
+        new_row((3, 1, "fp16", 1), 500.0, "accepted"),
+        new_row((3, 1, "fp16", 2), 2 * 110.0, "accepted"),
+    )
+    check_peers([inflated, ordinary], stored, specs, {1: False})
+    assert (inflated.status, inflated.reason) == ("outlier", IMPLAUSIBLE_VS_PEERS)
+    assert (ordinary.status, ordinary.reason) == ("accepted", None)
