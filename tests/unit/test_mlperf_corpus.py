@@ -5,7 +5,7 @@ parsers (tools/build_mlperf_corpus.py) on real-shaped snippets of MLPerf files.
 """
 
 import csv
-import importlib.util
+import importlib
 import re
 import sys
 from collections import Counter
@@ -111,14 +111,11 @@ def test_inference_flops_per_token_follows_the_stated_formula() -> None:
 
 @pytest.fixture(scope="module")
 def tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_mlperf_corpus", ROOT / "tools" / "build_mlperf_corpus.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return importlib.import_module("build_mlperf_corpus")
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
 
 
 def _log(*events: str) -> str:
