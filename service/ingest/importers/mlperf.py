@@ -5,10 +5,11 @@ the system description lives in a separate `systems/<platform>.json`. Every subm
 MLCommons submission checker over the finished tree (`python3 -m submission_checker.main
 --input <tree> --csv summary.csv`, mandatory before a submission), and its CSV joins the two:
 one row per (platform, benchmark, scenario) with the result, its units, the accelerator name and
-count and the declared weight precision. That CSV is what a lab has after a run and what
-MLCommons publishes per round, so it is the one input. Column names: mlcommons/inference
-tools/submission (`submission_checker_old.py` head list; `submission_checker/results.py` adds
-`total_accelerators`, `design_power_watts`, `PrivateID`). Details: service/catalog/MLPERF.md.
+count and the declared weight precision. That CSV is what a lab has after a run (MLCommons'
+published results table, summary_results.json, carries the same fields), so it is the input.
+Column names: mlcommons/inference tools/submission (`submission_checker_old.py` head list;
+`submission_checker/results.py` adds `total_accelerators`, `design_power_watts`, `PrivateID`).
+Details: service/catalog/MLPERF.md.
 
 Design decisions:
 - Workload = `mlperf-{model}-{scenario}`: the benchmark name without its accuracy-target suffix
@@ -25,6 +26,8 @@ Design decisions:
   (`A (x32), B (x16)`: a result belongs to one GPU model), unreadable numbers, latency units
   (SingleStream/MultiStream report ms, not a rate), a declared weight type that is no known
   precision (`UNSET`).
+- precision = the declared `weight_data_types` (a lab knows what it ran; the shipped v4.1 rows
+  needed the code instead, see MLPERF.md); empty: the workload's precision.
 - The accelerator name is made matcher-friendly (`NVIDIA Blackwell GPU (B200-SXM-180GB)` ->
   `NVIDIA B200 SXM`); memory is dropped except for families the catalog splits by memory
   (GH200 96/144 GB, A100 40/80 GB). The name as written stays in device_string.
