@@ -349,7 +349,7 @@ if __name__ == "__main__":
 
 @app.command("import")
 def import_file(
-    fmt: str = typer.Argument(..., metavar="FORMAT", help="llama-bench | lambda-csv"),
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="llama-bench | lambda-csv | mlperf"),
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="the tool's raw output"),
     server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
     key: str = typer.Option(..., envvar="GPU_ADVISOR_KEY", help="Submitter API key."),

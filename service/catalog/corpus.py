@@ -1,5 +1,5 @@
-"""The shipped measured corpus: rows of measured_results.csv, llm_results.csv and
-llamacpp_results.csv.
+"""The shipped measured corpus: rows of measured_results.csv, llm_results.csv,
+llamacpp_results.csv and mlperf_results.csv.
 
 Design: rows are read as plain records (no validation here); the seed sends them through the
 same ingestion gate as POST /results, so a shipped number gets no easier path than a posted one.
@@ -16,6 +16,7 @@ CORPUS_FILES: dict[str, str] = {
     "lambda": "measured_results.csv",
     "llm": "llm_results.csv",
     "llamacpp": "llamacpp_results.csv",  # llama-bench Llama 2 7B Q4_0 on AMD/Intel/NVIDIA
+    "mlperf": "mlperf_results.csv",
 }
 
 

@@ -7,6 +7,6 @@ names), collecting one 422 error per bad item so a file is stored whole or not a
 
 from service.ingest.importers.base import Converted, ImportFailed
 
-FORMATS = ("llama-bench", "lambda-csv")
+FORMATS = ("llama-bench", "lambda-csv", "mlperf")
 
 __all__ = ["FORMATS", "Converted", "ImportFailed"]

@@ -4,12 +4,16 @@ from typing import Any
 
 from sqlmodel import Session
 
-from service.ingest.importers import lambda_csv, llama_bench
+from service.ingest.importers import lambda_csv, llama_bench, mlperf
 from service.ingest.importers.base import ImportFailed
 from service.ingest.importers.resolve import resolve
 from service.schemas.results import MAX_BATCH, ResultIn
 
-PARSERS = {"llama-bench": llama_bench.convert, "lambda-csv": lambda_csv.convert}
+PARSERS = {
+    "llama-bench": llama_bench.convert,
+    "lambda-csv": lambda_csv.convert,
+    "mlperf": mlperf.convert,
+}
 
 
 def read_import(
