@@ -83,6 +83,7 @@ def gpu_spec(gpu: Gpu, calibration: dict[str, float]) -> tm.GpuSpec:
         fp32_tflops=gpu.fp32_tflops,
         bandwidth_gbs=gpu.memory_bandwidth_gbs,
         calibration=calibration,
+        memory_gb=gpu.memory_gb,
     )
 
 
