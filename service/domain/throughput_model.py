@@ -420,9 +420,7 @@ class FittedModel:
             q = conformal_quantile(loo, self.coverage) if loo else math.nan
             if not math.isfinite(q):
                 q = _z(self.coverage) * DEFAULT_RELATIVE_NOISE * 3
-            fits[wl.slug] = WorkloadFit(
-                wl.slug, *_split(x), "borrowed", 0, q, loo
-            )
+            fits[wl.slug] = WorkloadFit(wl.slug, *_split(x), "borrowed", 0, q, loo)
         noise = dict(self.noise)
         noise.setdefault(
             wl.slug, float(np.median(list(noise.values()))) if noise else DEFAULT_RELATIVE_NOISE
@@ -664,9 +662,7 @@ def _fit_workloads(
             for s in _similar(wl, [wls[k] for k in fits if fits[k].method == "nnls"])
             for e in fits[s.slug].loo_log_errors
         )
-        fits[w] = WorkloadFit(
-            w, *_split(x), "borrowed", 0, math.nan, loo
-        )
+        fits[w] = WorkloadFit(w, *_split(x), "borrowed", 0, math.nan, loo)
     return fits
 
 

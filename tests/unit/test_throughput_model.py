@@ -160,7 +160,8 @@ def test_monotone_within_architecture_and_stack(
 ) -> None:
     """No better in every rate, memory size included: never a higher estimate."""
     slow = gpu("slow", *base[:3], arch=arch, memory_gb=base[3])
-    fast = gpu("fast", *(b * u for b, u in zip(base[:3], up[:3])), arch, base[3] * up[3])
+    t, v, m = (b * u for b, u in zip(base[:3], up[:3], strict=True))
+    fast = gpu("fast", t, v, m, arch, base[3] * up[3])
     model = dataclasses.replace(MONO_MODEL, gpus={**MONO_MODEL.gpus, "slow": slow, "fast": fast})
     ps, pf = model.predict("slow", workload), model.predict("fast", workload)
     assert ps is not None and pf is not None
