@@ -342,7 +342,8 @@ def render_accuracy(report: Any, format_table: Any) -> str:
         failing = [w.workload for w, ok in judged if not ok]
         lines.append(
             f"targets (MdAPE <= 10%, p90 <= 25%, coverage 70-90%, rho$ >= 0.9 where 3+ "
-            f"priced): {len(judged) - len(failing)} of {len(judged)} workloads with 6+ GPUs meet all"
+            f"priced): {len(judged) - len(failing)} of {len(judged)} workloads with 6+ GPUs "
+            "meet all"
         )
         if failing:
             lines.append("not met: " + ", ".join(failing))
