@@ -36,6 +36,7 @@ from service.core.middleware import BodySizeLimit, HttpMethods, RejectNulInUrl
 from service.core.migrations import head_revision
 from service.core.observability import Metrics, RequestContext, configure_logging
 from service.core.settings import Settings, get_settings
+from service.read_model import estimates
 from service.read_model.accuracy import AccuracyService
 from service.read_model.answer_cache import AnswerCache, ServeCachedAnswers
 from service.read_model.reads import ReadModel
@@ -51,6 +52,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if settings.warm_on_start:
+            estimates.warm(engine)
         yield
         app.state.accuracy.close()
         engine.dispose()
