@@ -90,6 +90,7 @@ def load_catalog() -> tuple[list[tm.GpuSpec], dict[str, float], dict[str, old.Gp
                 matrix_tflops={p: peak_tflops(rates, p) for p in PRECISIONS},
                 fp32_tflops=rates.fp32,
                 bandwidth_gbs=float(r["memory_bandwidth_gbs"]),
+                memory_gb=float(r["memory_gb"]),
             )
         )
         if r["launch_price_usd"]:

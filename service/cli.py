@@ -1,4 +1,4 @@
-"""Command line: gpu-advisor serve | migrate | seed | keys | submit."""
+"""Command line: gpu-advisor serve | migrate | seed | keys | submit | evaluate | ..."""
 
 from pathlib import Path
 from typing import Any, NoReturn
@@ -291,6 +291,63 @@ def fit(
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     typer.echo(render_fit(ask, max_gpus))
+
+
+@app.command()
+def evaluate(
+    mode: str = typer.Option(
+        "gpu",
+        help="gpu: hold each GPU out of every workload (a card nobody measured); "
+        "cell: hold out one (GPU, workload) at a time (slow: one refit per result).",
+    ),
+    min_gpus: int = typer.Option(5, min=3, help="Score workloads with at least this many GPUs."),
+) -> None:
+    """Leave-one-GPU-out accuracy of the estimator on this database's results."""
+    from datetime import UTC, datetime
+
+    from service.domain.evaluation import format_table
+    from service.read_model import accuracy
+
+    if mode not in ("gpu", "cell"):
+        _fail(f"--mode must be gpu or cell, not {mode!r}")
+    engine = migrated_engine()
+    settings = get_settings()
+    with Session(engine) as session:
+        report = accuracy.evaluate(
+            session,
+            datetime.now(UTC).date(),
+            settings.price_max_age_days,
+            "gpu" if mode == "gpu" else "cell",
+            min_gpus,
+        )
+    engine.dispose()
+    typer.echo(render_accuracy(report, format_table))
+
+
+def render_accuracy(report: Any, format_table: Any) -> str:
+    """The report's table, then how many workloads meet the issue's targets and which do not."""
+    from service.read_model.accuracy import meets_targets
+
+    title = (
+        f"leave-one-GPU-out, mode={report.mode}, {report.n_observations} (GPU, workload) "
+        f"medians, data {report.data_version}, {report.computed_at:%Y-%m-%d %H:%M} UTC, "
+        f"{report.seconds:.0f} s"
+    )
+    lines = [format_table(report.workloads, title)]
+    judged = [(w, meets_targets(w)) for w in report.workloads]
+    judged = [(w, ok) for w, ok in judged if ok is not None]
+    if not report.workloads:
+        lines.append(f"no workload has {report.min_gpus} or more measured GPUs")
+    elif judged:
+        failing = [w.workload for w, ok in judged if not ok]
+        lines.append(
+            f"targets (MdAPE <= 10%, p90 <= 25%, coverage 70-90%, rho$ >= 0.9 where 3+ "
+            f"priced): {len(judged) - len(failing)} of {len(judged)} workloads with 6+ GPUs "
+            "meet all"
+        )
+        if failing:
+            lines.append("not met: " + ", ".join(failing))
+    return "\n".join(lines)
 
 
 def render_recommendations(body: dict[str, Any]) -> str:

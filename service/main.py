@@ -10,6 +10,7 @@ from pydantic.json_schema import models_json_schema
 
 from service import __version__
 from service.api import (
+    accuracy,
     admin_catalog,
     agent,
     calibrations,
@@ -35,6 +36,8 @@ from service.core.middleware import BodySizeLimit, HttpMethods, RejectNulInUrl
 from service.core.migrations import head_revision
 from service.core.observability import Metrics, RequestContext, configure_logging
 from service.core.settings import Settings, get_settings
+from service.read_model import estimates
+from service.read_model.accuracy import AccuracyService
 from service.read_model.answer_cache import AnswerCache, ServeCachedAnswers
 from service.read_model.reads import ReadModel
 from service.read_model.snapshot_cache import SnapshotCache
@@ -49,7 +52,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if settings.warm_on_start:
+            estimates.warm(engine)
         yield
+        app.state.accuracy.close()
         engine.dispose()
 
     app = FastAPI(
@@ -67,6 +73,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     answers = AnswerCache(snapshots)
     app.state.read_model = ReadModel(engine, settings, snapshots, answers)
     app.state.metrics = Metrics()
+    app.state.accuracy = AccuracyService(
+        engine, settings.price_max_age_days, settings.accuracy_min_interval_s
+    )
     install_error_handlers(app)
     app.add_middleware(
         BodySizeLimit,
@@ -89,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         rankings,
         recommend,
         compare,
+        accuracy,
         admin_catalog,
         results,
         keys,

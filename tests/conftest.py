@@ -81,7 +81,7 @@ def db(engine: Engine) -> Engine:
 def settings(database_url: str) -> Settings:
     # The ranking tests rank the shipped catalog, whose prices are dated (many years back): a
     # long window keeps them usable; the freshness tests build settings with the default window.
-    return Settings(database_url=database_url, price_max_age_days=36500)
+    return Settings(database_url=database_url, price_max_age_days=36500, warm_on_start=False)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from sqlmodel import Session
 from service.core.db import session_scope, write_engine
 from service.core.observability import Metrics
 from service.core.settings import Settings
+from service.read_model.accuracy import AccuracyService
 from service.read_model.reads import ReadModel
 
 
@@ -44,6 +45,11 @@ async def get_read_model(request: Request) -> ReadModel:
     return read_model
 
 
+async def get_accuracy(request: Request) -> AccuracyService:
+    accuracy: AccuracyService = request.app.state.accuracy
+    return accuracy
+
+
 async def get_metrics(request: Request) -> Metrics:
     metrics: Metrics = request.app.state.metrics
     return metrics
@@ -62,6 +68,7 @@ SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 ReadModelDep = Annotated[ReadModel, Depends(get_read_model)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+AccuracyDep = Annotated[AccuracyService, Depends(get_accuracy)]
 HeadRevisionDep = Annotated[str | None, Depends(get_head_revision)]
 # Row ids in paths: within a 32-bit integer column, so no id can overflow the database.
 RowId = Annotated[int, Path(ge=1, le=2**31 - 1)]

@@ -59,6 +59,16 @@ class Settings(BaseSettings):
     cache_ttl_s: float = Field(
         30.0, ge=0, description="Seconds a process reuses ranking data another process may change."
     )
+    warm_on_start: bool = Field(
+        True,
+        description="Fit the estimate model in the background at start-up, so the first "
+        "ranking does not wait for it.",
+    )
+    accuracy_min_interval_s: float = Field(
+        3600.0,
+        ge=0,
+        description="GET /model/accuracy recomputes its report for new data at most this often.",
+    )
     calibration_interval_s: int = Field(
         86400, ge=60, description="Default interval between calibrations of a host."
     )

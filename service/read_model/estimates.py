@@ -19,12 +19,14 @@ Design decisions:
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from sqlalchemy import func
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from service.catalog.peaks import CALIBRATED_RATE, peak_rates
@@ -33,6 +35,8 @@ from service.domain import throughput_model as tm
 from service.domain.plausibility import peak_tflops
 from service.domain.vocabulary import PRECISIONS
 from service.models import Aggregate, Calibration, Gpu, Workload
+
+log = logging.getLogger(__name__)
 
 
 def model_key(slug: str, precision: str) -> str:
@@ -83,6 +87,7 @@ def gpu_spec(gpu: Gpu, calibration: dict[str, float]) -> tm.GpuSpec:
         fp32_tflops=gpu.fp32_tflops,
         bandwidth_gbs=gpu.memory_bandwidth_gbs,
         calibration=calibration,
+        memory_gb=gpu.memory_gb,
     )
 
 
@@ -255,6 +260,23 @@ class _ModelCache:
 
 
 MODELS = _ModelCache()
+
+
+def warm(engine: Engine) -> threading.Thread:
+    """Fit the current data version's model in a background thread, so that the first
+    /rankings or /recommend after start-up does not wait for it (about 10 s on the shipped
+    corpus, two cores). A failure is logged; the first request then fits as before."""
+
+    def run() -> None:
+        try:
+            with Session(engine) as session:
+                MODELS.get(session)
+        except Exception as exc:  # e.g. a database not migrated yet: the first request says so
+            log.warning("warming the estimate model failed: %s", exc)
+
+    thread = threading.Thread(target=run, name="warm-estimates", daemon=True)
+    thread.start()
+    return thread
 
 
 def estimates_for(session: Session, workload: Workload, precision: str) -> dict[str, est.Estimate]:

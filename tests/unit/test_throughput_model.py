@@ -42,14 +42,23 @@ def test_nnls_exact_non_negative_solution() -> None:
     assert tm.nnls(a, a @ truth) == pytest.approx(truth, abs=1e-9)
 
 
-def gpu(slug: str, tensor: float, vector: float, memory: float, arch: str = "a") -> tm.GpuSpec:
-    return tm.GpuSpec(slug, "nvidia", arch, "cuda", {"fp16": tensor}, vector, memory)
+def gpu(
+    slug: str,
+    tensor: float,
+    vector: float,
+    memory: float,
+    arch: str = "a",
+    memory_gb: float | None = None,
+) -> tm.GpuSpec:
+    return tm.GpuSpec(
+        slug, "nvidia", arch, "cuda", {"fp16": tensor}, vector, memory, memory_gb=memory_gb
+    )
 
 
-WORK = {  # true world: TFLOP tensor, TFLOP vector, GB memory, overhead s per unit
-    "conv": (2e-2, 1e-3, 0.3, 1e-5),
-    "attn": (5e-2, 0.0, 1.5, 0.0),
-    "decode": (0.0, 0.0, 13.5, 1e-4),
+WORK = {  # true world: TFLOP tensor, TFLOP vector, GB memory, GB x s capacity, overhead s
+    "conv": (2e-2, 1e-3, 0.3, 2e-4, 1e-5),
+    "attn": (5e-2, 0.0, 1.5, 0.0, 0.0),
+    "decode": (0.0, 0.0, 13.5, 0.0, 1e-4),
 }
 
 
@@ -57,17 +66,17 @@ def world(
     n_gpus: int, seed: int, noise: float = 0.0
 ) -> tuple[list[tm.GpuSpec], list[tm.WorkloadSpec], list[tm.Observation]]:
     rng = np.random.default_rng(seed)
-    draws = rng.uniform([50, 10, 300], [1000, 100, 5000], size=(n_gpus, 3))
+    draws = rng.uniform([50, 10, 300, 8], [1000, 100, 5000, 192], size=(n_gpus, 4))
     gpus = [
-        gpu(f"g{i}", float(t), float(v), float(m), arch="a" if i % 2 else "b")
-        for i, (t, v, m) in enumerate(draws)
+        gpu(f"g{i}", float(t), float(v), float(m), "a" if i % 2 else "b", float(c))
+        for i, (t, v, m, c) in enumerate(draws)
     ]
     wls = [tm.WorkloadSpec(w, "fp16", None, w == "decode") for w in WORK]
     obs = []
     for g in gpus:
         for w in wls:
             work = WORK[w.slug]
-            t = float(np.dot(work[:3], 1 / g.rates("fp16")) + work[3])
+            t = float(np.dot(work[:4], 1 / g.rates("fp16")) + work[4])
             value = math.exp(rng.normal(0, noise)) / t if noise else 1 / t
             obs.append(tm.Observation(g.slug, w.slug, value, 1, 0.0))
     return gpus, wls, obs
@@ -75,7 +84,7 @@ def world(
 
 def true_throughput(g: tm.GpuSpec, w: str) -> float:
     work = WORK[w]
-    return 1 / float(np.dot(work[:3], 1 / g.rates("fp16")) + work[3])
+    return 1 / float(np.dot(work[:4], 1 / g.rates("fp16")) + work[4])
 
 
 def test_fit_recovers_known_world() -> None:
@@ -90,6 +99,8 @@ def test_fit_recovers_known_world() -> None:
             assert p is not None and p.basis == "estimated"
             assert p.value == pytest.approx(true_throughput(g, w), rel=0.02)
     assert model.fits["decode"].work[2] == pytest.approx(13.5, rel=0.02)
+    # the per-step cost amortised over a memory-sized batch is found where it exists
+    assert model.fits["conv"].work[3] == pytest.approx(2e-4, rel=0.05)
 
 
 def test_measured_gpu_keeps_its_median() -> None:
@@ -136,16 +147,21 @@ factor = st.floats(1.0, 4.0)
 
 @settings(max_examples=60, deadline=None)
 @given(
-    base=st.tuples(rate, rate, rate),
-    up=st.tuples(factor, factor, factor),
+    base=st.tuples(rate, rate, rate, st.floats(4.0, 288.0)),
+    up=st.tuples(factor, factor, factor, factor),
     arch=st.sampled_from(["a", "b", "new"]),
     workload=st.sampled_from(sorted(WORK)),
 )
 def test_monotone_within_architecture_and_stack(
-    base: tuple[float, float, float], up: tuple[float, float, float], arch: str, workload: str
+    base: tuple[float, float, float, float],
+    up: tuple[float, float, float, float],
+    arch: str,
+    workload: str,
 ) -> None:
-    slow = gpu("slow", *base, arch=arch)
-    fast = gpu("fast", base[0] * up[0], base[1] * up[1], base[2] * up[2], arch=arch)
+    """No better in every rate, memory size included: never a higher estimate."""
+    slow = gpu("slow", *base[:3], arch=arch, memory_gb=base[3])
+    t, v, m = (b * u for b, u in zip(base[:3], up[:3], strict=True))
+    fast = gpu("fast", t, v, m, arch, base[3] * up[3])
     model = dataclasses.replace(MONO_MODEL, gpus={**MONO_MODEL.gpus, "slow": slow, "fast": fast})
     ps, pf = model.predict("slow", workload), model.predict("fast", workload)
     assert ps is not None and pf is not None
