@@ -47,6 +47,12 @@ def seed() -> None:
         f"seeded {report.gpus} GPUs, {report.workloads} workloads, "
         f"{report.scaling_profiles} scaling profiles, {report.prices} launch prices"
     )
+    accepted, rejected = report.calibrations
+    if accepted or rejected:
+        typer.echo(
+            f"published calibrations: {accepted} accepted, {rejected} rejected "
+            "(calibrations.csv, host public:stas00-mamf)"
+        )
     typer.echo(render_seeded_results(report.results))
 
 

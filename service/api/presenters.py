@@ -17,6 +17,7 @@ def calibration_read(calibration: Calibration, host: str, gpu: str | None) -> Ca
             "gpu": gpu,
             "efficiency": stats.get("efficiency", {}),
             "noise": stats.get("noise"),
+            "source": stats.get("source"),
         }
     )
 

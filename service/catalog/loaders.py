@@ -192,3 +192,39 @@ def newest_per_count(rows: list[PlatformSeed]) -> list[PlatformSeed]:
 def load_platforms() -> list[PlatformSeed]:
     """platforms.csv reduced to the newest row per GPU count (what the seed stores)."""
     return newest_per_count(load_platform_rows())
+
+
+CALIBRATION_DTYPES = ("bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class PublishedCalibration:
+    gpu: str
+    device_name: str
+    tflops: dict[str, float]  # dtype -> measured TFLOPS (only the dtypes measured)
+    torch_version: str
+    best_shapes: dict[str, str]
+    source: str
+    observed_at: date
+    note: str
+
+
+def load_calibrations() -> list[PublishedCalibration]:
+    """calibrations.csv: published matmul measurements (seed_calibrations.py)."""
+    out = []
+    for row in _rows("calibrations.csv"):
+        tflops = {d: float(row[f"{d}_tflops"]) for d in CALIBRATION_DTYPES if row[f"{d}_tflops"]}
+        shapes = {d: row[f"best_shape_{d}"] for d in CALIBRATION_DTYPES if row[f"best_shape_{d}"]}
+        out.append(
+            PublishedCalibration(
+                row["gpu"],
+                row["device_name"],
+                tflops,
+                row["torch_version"],
+                shapes,
+                row["source"],
+                date.fromisoformat(row["observed_at"]),
+                row["note"] or "",
+            )
+        )
+    return out

@@ -7,6 +7,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from service.catalog import loaders
+from service.catalog.seed_calibrations import seed_calibrations
 from service.catalog.seed_results import ResultSeedReport, seed_results
 from service.models import Gpu, Platform, Price, ScalingProfile, Workload
 from service.schemas.catalog import GpuCreate
@@ -20,6 +21,7 @@ class SeedReport:
     prices: int = 0
     skipped_prices: int = 0  # rows of prices.csv / sold_as.csv naming a GPU not in the catalog
     platforms: int = 0
+    calibrations: tuple[int, int] = (0, 0)  # published calibrations stored: accepted, rejected
     results: ResultSeedReport = field(default_factory=ResultSeedReport)
 
 
@@ -105,7 +107,8 @@ def _seed_prices(session: Session, known_gpus: dict[str, int], report: SeedRepor
 
 def seed(engine: Engine, results: bool = True) -> SeedReport:
     """Insert catalog rows missing from the database, in one transaction; never overwrite.
-    With `results`, also the measured corpus, through the ingestion gate (seed_results.py)."""
+    With `results`, also the measured data: published calibrations (seed_calibrations.py) and
+    the measured corpus, through the ingestion gate (seed_results.py)."""
     report = SeedReport()
     with Session(engine) as session:
         known_gpus: dict[str, int] = {
@@ -162,7 +165,8 @@ def seed(engine: Engine, results: bool = True) -> SeedReport:
                 session.add(Platform(**platform.model_dump()))
                 report.platforms += 1
         session.flush()
-        if results:
+        if results:  # measured data: published calibrations and the measured corpus
+            report.calibrations = seed_calibrations(session)
             report.results = seed_results(session)
         session.commit()
     return report

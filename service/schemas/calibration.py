@@ -112,6 +112,9 @@ class CalibrationRead(BaseModel):
     status: Literal["accepted", "rejected"]
     reason: str | None
     stack: dict[str, str] | None
+    source: str | None = Field(
+        None, description="Where a published calibration comes from; null for agent runs."
+    )
     created_at: datetime
 
 
