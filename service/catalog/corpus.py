@@ -14,6 +14,7 @@ from importlib import resources
 CORPUS_FILES: dict[str, str] = {
     "lambda": "measured_results.csv",
     "llm": "llm_results.csv",
+    "gpt2": "gpt2_train_results.csv",
 }
 
 
