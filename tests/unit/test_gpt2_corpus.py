@@ -15,7 +15,8 @@ import pytest
 
 from service.catalog import loaders as catalog
 from service.catalog.corpus import CORPUS_FILES
-from service.domain.plausibility import PeakRates, exceeds_peak
+from service.catalog.peaks import peak_rates
+from service.domain.plausibility import exceeds_peak
 
 FILE = "gpt2_train_results.csv"
 COLUMNS = (
@@ -67,16 +68,7 @@ def test_no_row_is_shipped_twice() -> None:
 
 def test_no_row_implies_more_than_its_gpus_peak() -> None:
     for row in ROWS:
-        gpu = GPUS[row["gpu"]]
-        rates = PeakRates(
-            gpu.fp32_tflops,
-            gpu.fp16_tflops,
-            gpu.tf32_tensor_tflops,
-            gpu.fp16_tensor_tflops,
-            gpu.bf16_tensor_tflops,
-            gpu.fp8_tensor_tflops,
-            gpu.int8_tops,
-        )
+        rates = peak_rates(GPUS[row["gpu"]])  # the catalog row carries the Gpu spec columns
         value, count = float(row["value"]), int(row["gpu_count"])
         assert not exceeds_peak(value, WORKLOAD.flops_per_unit, count, rates, row["precision"])
 
