@@ -17,6 +17,7 @@ CORPUS_FILES: dict[str, str] = {
     "llm": "llm_results.csv",
     "llamacpp": "llamacpp_results.csv",  # llama-bench Llama 2 7B Q4_0 on AMD/Intel/NVIDIA
     "mlperf": "mlperf_results.csv",
+    "gpt2": "gpt2_train_results.csv",  # GPT-2 124M training (llm.c, compiled PyTorch)
 }
 
 
