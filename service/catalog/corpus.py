@@ -1,5 +1,5 @@
 """The shipped measured corpus: rows of measured_results.csv, llm_results.csv,
-llamacpp_results.csv and mlperf_results.csv.
+llamacpp_results.csv, mlperf_results.csv and gpt2_train_results.csv.
 
 Design: rows are read as plain records (no validation here); the seed sends them through the
 same ingestion gate as POST /results, so a shipped number gets no easier path than a posted one.

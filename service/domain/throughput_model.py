@@ -27,7 +27,8 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   GPUs without data get their stack's and architecture's terms, shared by every GPU of the
   group, so within an architecture and stack the estimate is monotone in the rates.
 - Nothing measured for a workload: pooled work per FLOP of the nearest measured workloads of the
-  same memory-bound kind (same precision first, then nearest FLOPs per unit in log space).
+  same memory-bound kind (same phase first, then same precision, then nearest FLOPs per unit in
+  log space).
 - Bands: split-conformal. The 80% band's half-width in log space is the conformal quantile of
   the absolute leave-one-GPU-out log errors of the workload (pooled over workloads of the same
   kind when it has fewer than ``MIN_CONFORMAL`` of its own), never below the measured spread of
@@ -156,7 +157,7 @@ class WorkloadSpec:
     precision: str
     flops_per_unit: float | None
     memory_bound: bool
-    kind: str = ""  # e.g. train / inference: informational
+    kind: str = ""  # phase: "" (training, batch inference), prefill or decode
 
 
 @dataclass(frozen=True)
@@ -463,12 +464,16 @@ def conformal_quantile(errors: Sequence[float] | np.ndarray, coverage: float) ->
 
 
 def _similar(wl: WorkloadSpec, candidates: Iterable[WorkloadSpec]) -> list[WorkloadSpec]:
-    def key(c: WorkloadSpec) -> tuple[bool, float]:
+    """The nearest workloads of the same memory-bound kind: same phase first (training with
+    training, prompt processing with prompt processing: a llama.cpp prefill is not a training
+    step), then the same precision, then the nearest FLOPs per unit in log space."""
+
+    def key(c: WorkloadSpec) -> tuple[bool, bool, float]:
         if wl.flops_per_unit and c.flops_per_unit:
             d = abs(math.log(wl.flops_per_unit / c.flops_per_unit))
         else:
             d = math.inf
-        return (c.precision != wl.precision, d)
+        return (c.kind != wl.kind, c.precision != wl.precision, d)
 
     same_kind = [c for c in candidates if c.memory_bound == wl.memory_bound and c.slug != wl.slug]
     return sorted(same_kind, key=key)[:SIMILAR_WORKLOADS]
