@@ -243,3 +243,12 @@ def test_derive_stack() -> None:
     assert tm.derive_stack("amd", "datacenter") == "rocm-instinct"
     assert tm.derive_stack("amd", "consumer") == "rocm-radeon"
     assert tm.derive_stack("nvidia", "consumer") == "cuda"
+
+
+def test_borrowing_prefers_the_same_phase_over_nearer_flops() -> None:
+    """A training workload nobody measured borrows from training, not from a prompt-processing
+    workload whose FLOPs per unit happen to be closer."""
+    train = tm.WorkloadSpec("train-a", "fp16", 1e10, False, "")
+    prefill = tm.WorkloadSpec("prefill-a", "fp16", 1e9, False, "prefill")
+    new = tm.WorkloadSpec("train-new", "fp16", 1e9, False, "")
+    assert [w.slug for w in tm._similar(new, [prefill, train])] == ["train-a", "prefill-a"]
