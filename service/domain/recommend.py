@@ -103,13 +103,26 @@ def configurations(
     return configs
 
 
+ExtraFn = Callable[[Configuration], "float | None"]
+
+
+def no_extra(_config: Configuration) -> float | None:
+    return 0.0
+
+
 def within_budget(
-    configs: Sequence[Configuration], budget: float, min_memory_gb: float, limit: int
+    configs: Sequence[Configuration],
+    budget: float,
+    min_memory_gb: float,
+    limit: int,
+    extra: ExtraFn = no_extra,
 ) -> list[Configuration]:
-    """The first `limit` configurations (already ranked) that fit the budget and memory."""
+    """The first `limit` configurations (already ranked) that fit the budget and memory; the
+    budget pays for the GPUs plus `extra` (the bigger box N cards need; None = unknown, 0)."""
     chosen: list[Configuration] = []
     for config in configs:
-        if config.total_price <= budget and config.candidate.memory_gb >= min_memory_gb:
+        cost = config.total_price + (extra(config) or 0.0)
+        if cost <= budget and config.candidate.memory_gb >= min_memory_gb:
             chosen.append(config)
             if len(chosen) == limit:
                 break
@@ -141,7 +154,25 @@ def _basis_phrase(config: Configuration, unit: str) -> str:
     return f"estimated from specs alone, no results yet, {likely}"
 
 
-def why(config: Configuration, rank: int, budget: float, unit: str, reference: str) -> str:
+def _platform_phrase(config: Configuration, extra: float | None) -> str:
+    if config.count == 1:
+        return ""
+    if extra is None:
+        return f" (no sourced box for {config.count} GPUs: the budget counts the GPUs only)"
+    if extra > 0:
+        total = config.total_price + extra
+        return f" + ${extra:,.0f} for a {config.count}-GPU box over a one-GPU PC = ${total:,.0f}"
+    return ""
+
+
+def why(
+    config: Configuration,
+    rank: int,
+    budget: float,
+    unit: str,
+    reference: str,
+    extra: float | None = 0.0,
+) -> str:
     """One plain-language sentence on what this configuration is and why it ranks here."""
     cand = config.candidate
     what = cand.slug if config.count == 1 else f"{config.count} x {cand.slug}"
@@ -158,7 +189,8 @@ def why(config: Configuration, rank: int, budget: float, unit: str, reference: s
     source = _basis_phrase(config, unit)
     lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
     return (
-        f"{lead} within ${budget:,.0f}: {what} for ${config.total_price:,.0f}{scaling} gives "
+        f"{lead} within ${budget:,.0f}: {what} for ${config.total_price:,.0f}"
+        f"{_platform_phrase(config, extra)}{scaling} gives "
         f"~{_fmt(config.throughput)} {unit} ({source}), "
         f"{_fmt(config.perf_per_dollar)} {unit} per USD; reference {reference} = 1.0."
     )

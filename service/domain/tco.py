@@ -8,13 +8,21 @@ Design decisions:
   (DEFAULT_USD_PER_KWH), overridable per request.
 - Resale is a fraction of the purchase price at the end of the horizon: the caller's, else the
   GPU's newest used/new price ratio where both are known, else 0 (stated in `why`).
-- Platform (host + PSU + chassis) comes from a sourced table by GPU count; no row means 0 and
-  `why` says so; a caller's `platform_usd` replaces the table.
+- Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
+  count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
+  that exists, never an interpolated one); no box that holds them means 0 and `why` says so; a
+  caller's `platform_usd` replaces the table.
+- Budget: a buyer of one card puts it in the PC they have; N cards need an N-GPU box. So a
+  configuration of N > 1 cards fits a budget only with the box's extra cost over the one-GPU
+  PC (`extra_platform_usd`) on top of the GPUs. Unknown for counts no sourced box holds (stated,
+  counted 0); 0 when the caller gives `platform_usd` (they price the box themselves) and for GPUs
+  sold as whole platforms (HGX/OAM units, whose price is the platform's).
 - Break-even hours compare buying (fixed cost price + platform - resale, plus energy per hour)
   with renting `count` GPUs at the cheapest cloud rate: fixed / (rent per hour - energy per hour).
 """
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 HOURS_PER_YEAR = 365 * 24
@@ -67,6 +75,26 @@ class Ownership:
     tco_usd: float
     cost_per_million_units: float | None
     notes: tuple[str, ...] = field(default=())
+
+
+def platform_for(platforms: Mapping[int, PlatformCost], count: int) -> PlatformCost | None:
+    """The sourced box for `count` GPUs: its own row, else the cheapest that holds more."""
+    own = platforms.get(count)
+    if own is not None:
+        return own
+    bigger = [p for n, p in platforms.items() if n > count]
+    return min(bigger, key=lambda p: (p.usd, p.gpu_count), default=None)
+
+
+def extra_platform_usd(platforms: Mapping[int, PlatformCost], count: int) -> float | None:
+    """What `count` GPUs cost in platform beyond a one-GPU PC: 0 for one GPU; None when no
+    sourced box holds `count` or no one-GPU PC is sourced to compare with."""
+    if count <= 1:
+        return 0.0
+    box, pc = platform_for(platforms, count), platforms.get(1)
+    if box is None or pc is None:
+        return None
+    return max(box.usd - pc.usd, 0.0)
 
 
 def tco(price: float, platform: float, energy: float, resale: float) -> float:
@@ -169,7 +197,13 @@ def _platform(
     if platform is None:
         notes.append(f"no sourced platform cost for {count} GPU(s): platform counted as $0")
         return 0.0
-    notes.append(f"platform ${platform.usd:,.0f} for {count} GPU(s) ({platform.source})")
+    if platform.gpu_count != count:
+        notes.append(
+            f"platform ${platform.usd:,.0f}: the sourced {platform.gpu_count}-GPU box for "
+            f"{count} GPU(s), none sourced for {count} ({platform.source})"
+        )
+    else:
+        notes.append(f"platform ${platform.usd:,.0f} for {count} GPU(s) ({platform.source})")
     return platform.usd
 
 

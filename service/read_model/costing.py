@@ -7,7 +7,14 @@ One function fills both row kinds, so `tco_usd`, `cost_per_million_units` and
 from dataclasses import dataclass
 from typing import Any
 
-from service.domain.tco import CostSettings, Ownership, break_even_hours, ownership, power_notes
+from service.domain.tco import (
+    CostSettings,
+    Ownership,
+    break_even_hours,
+    ownership,
+    platform_for,
+    power_notes,
+)
 from service.read_model.ownership import CloudOffer
 from service.read_model.snapshot import Snapshot
 
@@ -54,7 +61,7 @@ def costed(
         throughput,
         snapshot.workload.unit,
         costs,
-        data.platforms.get(count),
+        platform_for(data.platforms, count),
         data.used_new_ratio.get(slug),
     )
     notes = [*o.notes, *power_notes(o.draw_w)]

@@ -35,9 +35,11 @@ from service.domain.estimate import Estimate
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import PriceObservation, current_price
 from service.domain.scaling import ProfileKey, scaling
+from service.domain.tco import PlatformCost, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
 from service.models import Aggregate, Gpu, Price, ScalingProfile, Workload
 from service.read_model.estimates import estimates_for
+from service.read_model.ownership import platform_costs
 from service.read_model.snapshot import utc_today
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
@@ -56,6 +58,7 @@ class GpuRow:
     interconnect: str
     rates: PeakRates
     price: PriceObservation | None
+    unit_gpus: int = 1  # > 1: sold as a whole platform, whose price includes the box
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class LlmData:
     measured: list[Measured]
     profiles: dict[ProfileKey, float] = field(default_factory=dict)
     train_reference: TrainReference | None = None
+    platforms: dict[int, PlatformCost] = field(default_factory=dict)
 
 
 def _quant_name(text: str | None) -> str:
@@ -130,6 +134,7 @@ def load(
                 max_age_days,
                 g.status == "in_production",
             ),
+            g.unit_gpus or 1,
         )
         for g in gpus
     ]
@@ -161,7 +166,7 @@ def load(
         for p in session.exec(select(ScalingProfile)).all()
     }
     reference = _train_reference(session, train_precision) if train_precision else None
-    return LlmData(rows, measured, profiles, reference)
+    return LlmData(rows, measured, profiles, reference, platform_costs(session))
 
 
 # ---------------------------------------------------------------- throughput
@@ -383,7 +388,15 @@ def _reference_basis(n: int) -> str:
     return "nothing measured on it: work per FLOP borrowed from measured training workloads"
 
 
-def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None) -> str:
+def platform_extra(o: LlmOption, data: LlmData) -> float:
+    """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
+    0 for one GPU, for whole platforms and where no sourced box holds them (stated in why)."""
+    if o.gpu.unit_gpus > 1:
+        return 0.0
+    return extra_platform_usd(data.platforms, o.count) or 0.0
+
+
+def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: float = 0.0) -> str:
     what = o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
     need = f"needs {o.breakdown.total_gb:.1f} GB per GPU"
     if o.basis == "measured":
@@ -409,6 +422,8 @@ def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None) -> str:
     within = f" within ${budget:,.0f}" if budget is not None else ""
     lead = "Most throughput" if rank == 1 else f"#{rank}"
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
+    if o.gpu.price and extra > 0:
+        price += f" + ${extra:,.0f} for a {o.count}-GPU box over a one-GPU PC"
     return (
         f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
         f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{_fmt(o.throughput)} "
@@ -430,7 +445,7 @@ def recommendation_rows(
         o
         for o in fitting
         if o.gpu.price is not None
-        and o.gpu.price.usd * o.count <= budget
+        and o.gpu.price.usd * o.count + platform_extra(o, data) <= budget
         and (min_tokens_per_s is None or o.throughput >= min_tokens_per_s)
     ]
     chosen = ranked(affordable)[:limit]
@@ -461,13 +476,13 @@ def recommendation_rows(
                 n=o.n,
                 scaling_factor=o.speedup,
                 scaling_basis=o.scaling_basis,
-                why=why(o, ask, rank, budget),
+                why=why(o, ask, rank, budget, platform_extra(o, data)),
                 memory_needed_gb=round(o.breakdown.total_gb, 3),
                 headroom_context=o.headroom.max_context,
                 headroom_batch=o.headroom.max_batch,
             )
         )
-    return rows, None if rows else hint(ask, fitting, budget, max_gpus, min_tokens_per_s)
+    return rows, None if rows else hint(ask, fitting, budget, max_gpus, min_tokens_per_s, data)
 
 
 def hint(
@@ -476,8 +491,9 @@ def hint(
     budget: float,
     max_gpus: int,
     min_tokens_per_s: float | None,
+    data: LlmData,
 ) -> str:
-    """Why nothing was recommended, and what would be."""
+    """Why nothing was recommended, and what would be (GPUs plus the box several need)."""
     need = ask.breakdown(1).total_gb
     if not fitting:
         return (
@@ -492,14 +508,18 @@ def hint(
             f"no configuration reaches {min_tokens_per_s:g} {UNIT}; the fastest that fits is "
             f"{best.count} x {best.gpu.slug} at ~{_fmt(best.throughput)} {UNIT}"
         )
-    cheapest = min(
-        fast, key=lambda o: (o.gpu.price.usd * o.count if o.gpu.price else 0, o.gpu.slug)
-    )
+
+    def cost(o: LlmOption) -> float:
+        return (o.gpu.price.usd * o.count if o.gpu.price else 0.0) + platform_extra(o, data)
+
+    cheapest = min(fast, key=lambda o: (cost(o), o.gpu.slug))
     assert cheapest.gpu.price is not None
+    extra = platform_extra(cheapest, data)
+    box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra > 0 else ""
     return (
         f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) is within "
         f"${budget:,.0f}; the cheapest is {cheapest.count} x {cheapest.gpu.slug} at "
-        f"${cheapest.gpu.price.usd * cheapest.count:,.0f} ({cheapest.gpu.price.source}, "
+        f"${cheapest.gpu.price.usd * cheapest.count:,.0f}{box} ({cheapest.gpu.price.source}, "
         f"{cheapest.gpu.price.observed_at})"
     )
 

@@ -11,11 +11,12 @@ from service.domain.prices import PriceObservation, age_days, is_stale
 from service.domain.recommend import (
     Candidate,
     Configuration,
+    ExtraFn,
     cheapest_fitting,
     why,
     within_budget,
 )
-from service.domain.tco import CostSettings
+from service.domain.tco import CostSettings, extra_platform_usd
 from service.domain.vocabulary import Mode
 from service.read_model.costing import costed, fits_power
 from service.read_model.snapshot import Snapshot
@@ -120,16 +121,19 @@ def recommendation_rows(
         ranked = [c for c in ranked if c.candidate.stack == stack]
     if costs is not None and max_power_w is not None:
         ranked = [c for c in ranked if fits_power(c.candidate.tdp_w, c.count, costs, max_power_w)]
+    extra = platform_extra(snapshot, costs)
     if costs is None or sort != "tco":
-        chosen = within_budget(ranked, budget, min_memory_gb, limit)
-        items = [_recommendation(c, rank, snapshot, budget) for rank, c in enumerate(chosen, 1)]
+        chosen = within_budget(ranked, budget, min_memory_gb, limit, extra)
+        items = [
+            _recommendation(c, rank, snapshot, budget, extra) for rank, c in enumerate(chosen, 1)
+        ]
         if costs is not None:
             items = [_with_costs(i, snapshot, costs) for i in items]
         top = chosen[0].throughput if chosen else 0.0
         return items, _hints(snapshot, items, budget, min_memory_gb, max_gpus, top, stack)
-    fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1)
+    fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra)
     all_items = [
-        _with_costs(_recommendation(c, rank, snapshot, budget), snapshot, costs)
+        _with_costs(_recommendation(c, rank, snapshot, budget, extra), snapshot, costs)
         for rank, c in enumerate(fitting, 1)
     ]
     all_items.sort(
@@ -179,8 +183,23 @@ def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -
     return item
 
 
+def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
+    """What the budget pays beyond the GPUs (service/domain/tco.py, Budget): the extra box N
+    cards need over a one-GPU PC; nothing for GPUs sold as whole platforms or when the caller
+    prices the platform (`platform_usd`)."""
+    platforms = snapshot.ownership.platforms
+    caller_priced = costs is not None and costs.platform_usd is not None
+
+    def extra(config: Configuration) -> float | None:
+        if caller_priced or config.candidate.availability.unit_gpus > 1:
+            return 0.0
+        return extra_platform_usd(platforms, config.count)
+
+    return extra
+
+
 def _recommendation(
-    config: Configuration, rank: int, snapshot: Snapshot, budget: float
+    config: Configuration, rank: int, snapshot: Snapshot, budget: float, extra: ExtraFn
 ) -> Recommendation:
     cand = config.candidate
     unit_price = price_info(cand, snapshot)
@@ -208,7 +227,7 @@ def _recommendation(
         n=config.n,
         scaling_factor=config.speedup,
         scaling_basis=config.scaling_basis,
-        why=why(config, rank, budget, unit, reference),
+        why=why(config, rank, budget, unit, reference, extra(config)),
         **_availability(cand),
         band=cand.estimate.band,
     )

@@ -20,6 +20,7 @@ def _four(client, mode):
         "limit": 50,
         "min_memory_gb": 0,
         "mode": mode,
+        "platform_usd": 0,  # the box priced by the caller: the budget buys the four GPUs
     }
     recs = client.get("/recommend", params=params).json()["recommendations"]
     return next(r for r in recs if r["gpu"] == "nvidia-rtx-5070-ti" and r["count"] == 4)

@@ -108,19 +108,28 @@ def test_recommend_items_carry_cost_fields_that_add_up(client):
 
 
 def test_platform_cost_comes_from_the_sourced_table_or_is_zero_and_said(client):
+    """The row for the count, else the cheapest sourced box that holds more, else $0 (said)."""
     rows = {p.gpu_count: p for p in loaders.load_platforms()}
-    body = client.get("/recommend", params=ASK | {"budget": 20000, "limit": 50}).json()
+
+    def usd(row):
+        return sum(v for v in (row.host_usd, row.psu_usd, row.chassis_usd) if v is not None)
+
+    ask = ASK | {"budget": 20000, "limit": 50, "max_gpus": 8}
+    body = client.get("/recommend", params=ask).json()
     counts = set()
     for r in body["recommendations"]:
-        row = rows.get(r["count"])
-        counts.add(r["count"])
-        if row is None:
+        n = r["count"]
+        counts.add(n)
+        holds = [row for c, row in rows.items() if c >= n]
+        if not holds:
             assert r["platform_usd"] == 0
-            assert f"no sourced platform cost for {r['count']} GPU(s)" in r["why"]
-        else:
-            parts = (row.host_usd, row.psu_usd, row.chassis_usd)
-            assert r["platform_usd"] == pytest.approx(sum(v for v in parts if v is not None))
-            assert row.source in r["why"]
+            assert f"no sourced platform cost for {n} GPU(s)" in r["why"]
+            continue
+        box = rows.get(n) or min(holds, key=lambda row: (usd(row), row.gpu_count))
+        assert r["platform_usd"] == pytest.approx(usd(box))
+        assert box.source in r["why"]
+        if box.gpu_count != n:
+            assert f"the sourced {box.gpu_count}-GPU box for {n} GPU(s)" in r["why"]
     assert len(counts) > 1
     given = client.get("/recommend", params=ASK | {"platform_usd": 777, "resale": 0.5}).json()
     for r in given["recommendations"]:
@@ -220,3 +229,45 @@ def test_compare_without_cloud_prices_or_for_an_unknown_gpu(client):
     assert "No current cloud price" in body["why"]
     unknown = client.get("/compare", params={"gpu": "nvidia-rtx-9999"})
     assert unknown.status_code == 422
+
+
+def test_the_budget_pays_for_the_box_several_cards_need(client):
+    """N > 1 cards fit a budget only with their box's extra cost over a one-GPU PC on top; a
+    caller who prices the platform (platform_usd) gets a budget for the GPUs alone."""
+    rows = {p.gpu_count: p for p in loaders.load_platforms()}
+
+    def usd(row):
+        return sum(v for v in (row.host_usd, row.psu_usd, row.chassis_usd) if v is not None)
+
+    def extra(n):
+        holds = [r for c, r in rows.items() if c >= n]
+        box = rows.get(n) or min(holds, key=lambda r: (usd(r), r.gpu_count))
+        return usd(box) - usd(rows[1])
+
+    ask = ASK | {"workload": "resnet50-train", "budget": 3000, "max_gpus": 4, "limit": 50}
+    recs = client.get("/recommend", params=ask).json()["recommendations"]
+    multi = [r for r in recs if r["count"] > 1]
+    assert multi, "a $3,000 budget should still reach a 2-GPU configuration of cheap cards"
+    for r in recs:
+        assert r["total_price_usd"] + (extra(r["count"]) if r["count"] > 1 else 0) <= 3000
+    for r in multi:
+        assert f"for a {r['count']}-GPU box over a one-GPU PC" in r["why"]
+    gpus_only = client.get("/recommend", params=ask | {"platform_usd": 0}).json()
+    widest = max(r["total_price_usd"] for r in gpus_only["recommendations"])
+    assert widest > max(r["total_price_usd"] for r in recs)  # the box no longer eats budget
+
+
+def test_a_model_split_over_several_cards_pays_for_their_box(client):
+    """LLM asks too: a 70B model on two 24 GB cards needs the 2-GPU box within the budget."""
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "budget": 20000, "max_gpus": 4}
+    recs = client.get("/recommend", params=ask).json()["recommendations"]
+    multi = [r for r in recs if r["count"] > 1]
+    assert multi
+    for r in multi:
+        assert f"for a {r['count']}-GPU box over a one-GPU PC" in r["why"]
+    tight = client.get("/recommend", params=ask | {"budget": multi[-1]["total_price_usd"]})
+    body = tight.json()
+    assert all(
+        r["count"] == 1 or r["total_price_usd"] < multi[-1]["total_price_usd"]
+        for r in body["recommendations"]
+    )

@@ -1,0 +1,35 @@
+"""Platform rules: the box N GPUs go in, and what a budget pays beyond the GPUs."""
+
+import pytest
+
+from service.domain.tco import PlatformCost, extra_platform_usd, platform_for
+
+BOXES = {
+    1: PlatformCost(1, 865.0, 850, "pc"),
+    2: PlatformCost(2, 2030.0, 1650, "two"),
+    4: PlatformCost(4, 2485.0, None, "four"),
+}
+
+
+def test_a_count_without_a_row_takes_the_cheapest_box_that_holds_it():
+    assert platform_for(BOXES, 2).source == "two"
+    assert platform_for(BOXES, 3).source == "four"  # no 3-GPU row: the 4-GPU box, not $0
+    assert platform_for(BOXES, 5) is None  # nothing sourced holds five
+
+
+def test_the_cheapest_of_several_bigger_boxes():
+    boxes = {**BOXES, 8: PlatformCost(8, 2100.0, None, "eight-cheap")}
+    assert platform_for(boxes, 3).source == "eight-cheap"
+
+
+@pytest.mark.parametrize(
+    ("count", "extra"), [(1, 0.0), (2, 2030.0 - 865.0), (3, 2485.0 - 865.0), (4, 1620.0)]
+)
+def test_extra_over_a_one_gpu_pc(count, extra):
+    assert extra_platform_usd(BOXES, count) == pytest.approx(extra)
+
+
+def test_extra_unknown_without_a_box_or_a_pc():
+    assert extra_platform_usd(BOXES, 6) is None
+    assert extra_platform_usd({4: BOXES[4]}, 2) is None  # no one-GPU PC to compare with
+    assert extra_platform_usd({}, 1) == 0.0
