@@ -16,10 +16,10 @@ from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Workload
 from service.read_model.answer_cache import AnswerCache
-from service.read_model.rows import RankingSort, RecommendSort, ranking_rows, recommendation_rows
+from service.read_model.rows import ranking_rows, recommendation_rows
 from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
 from service.read_model.snapshot_cache import SnapshotCache
-from service.schemas.rankings import RankingItem, Recommendation
+from service.schemas.rankings import RankingItem, RankingSort, Recommendation, RecommendSort
 
 
 def _query_workload(session: Session, slug: str) -> Workload:

@@ -4,8 +4,6 @@
 answer with these rows, so a field means the same in every answer.
 """
 
-from typing import Literal
-
 from service.domain.availability import exclusion
 from service.domain.prices import PriceObservation, age_days, is_stale
 from service.domain.recommend import (
@@ -19,10 +17,13 @@ from service.domain.tco import CostSettings
 from service.domain.vocabulary import Mode
 from service.read_model.costing import costed, fits_power
 from service.read_model.snapshot import Snapshot
-from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
-
-RankingSort = Literal["performance", "perf_per_dollar", "tco"]
-RecommendSort = Literal["performance", "tco"]
+from service.schemas.rankings import (
+    PriceInfo,
+    RankingItem,
+    RankingSort,
+    Recommendation,
+    RecommendSort,
+)
 
 
 def price_info(candidate: Candidate, snapshot: Snapshot) -> PriceInfo | None:

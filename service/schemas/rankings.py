@@ -7,6 +7,9 @@ from pydantic import BaseModel, Field
 
 from service.domain.vocabulary import Basis, Condition, ConditionChoice, Mode, Precision
 
+RankingSort = Literal["performance", "perf_per_dollar", "tco"]
+RecommendSort = Literal["performance", "tco"]
+
 
 class PriceInfo(BaseModel):
     usd: float
@@ -73,7 +76,7 @@ class Rankings(BaseModel):
     workload: str
     precision: Precision
     unit: str
-    sort: Literal["performance", "perf_per_dollar", "tco"]
+    sort: RankingSort
     reference_gpu: str
     # Echo of an LLM ask (model=...); null for a fixed workload.
     model: str | None = None

@@ -18,11 +18,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from service.api.deps import EngineDep, ReadModelDep
-from service.api.recommend import RecommendQuery
 from service.api.web import gpu_page
 from service.api.web.index import charts_for, fmt
 from service.core.errors import InvalidInput
 from service.models import Workload
+from service.schemas.queries import RecommendQuery
 from service.schemas.tco import CostQuery
 
 router = APIRouter(include_in_schema=False)
