@@ -1,6 +1,7 @@
-"""A language-model ask from query parameters: shared by /memory, /recommend and /rankings.
+"""Asks from query parameters: a recommendation ask (/recommend and the web page) and a
+language-model ask (/memory, /recommend and /rankings).
 
-Not a router (routers never import routers): the three routes build their ask here. The model
+Not a router (routers never import routers): the routes build their asks here. The model
 is looked up in the shipped catalog (unknown: UnknownSlug -> 404 with suggestions, the model is
 what is asked about); a weight format or context the model or task cannot use is a 422 naming
 the query parameter.
@@ -11,6 +12,8 @@ from typing import Any
 from service.catalog import llm
 from service.core.errors import InvalidInput, UnknownSlug
 from service.domain import llm_fit, memory
+from service.read_model.rows import RecommendationAsk
+from service.schemas.queries import RecommendQuery
 
 DEFAULT_CONTEXT = 4096
 
@@ -53,3 +56,23 @@ def ask_for(
     except ValueError as exc:
         raise InvalidInput.one(("query", "quant"), str(exc), "quant_for_task") from None
     return ask
+
+
+def recommendation_ask(q: RecommendQuery) -> RecommendationAsk:
+    """/recommend's query (the API's and the web form's) as the read model's ask."""
+    return RecommendationAsk(
+        workload=q.workload,
+        precision=q.precision,
+        condition=q.condition,
+        allow_stale=q.allow_stale,
+        budget=q.budget,
+        min_memory_gb=q.min_memory_gb,
+        mode=q.mode,
+        framework=q.framework,
+        max_gpus=q.max_gpus,
+        limit=q.limit,
+        costs=q.settings(),
+        max_power_w=q.max_power_w,
+        sort=q.sort,
+        stack=q.stack,
+    )

@@ -1,11 +1,11 @@
 """GET /recommend?budget=800: the best GPU configurations that fit a budget."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.asks import ask_for
+from service.api.asks import ask_for, recommendation_ask
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.http_cache import http_cached
@@ -31,22 +31,7 @@ async def recommend(
 ) -> Response:
     if q.model is not None:
         return await _llm_answer(request, read_model, q)
-    read = await read_model.recommendations(
-        q.workload,
-        q.precision,
-        q.condition,
-        q.min_memory_gb,
-        q.budget,
-        q.mode,
-        q.framework,
-        q.max_gpus,
-        q.limit,
-        q.settings(),
-        q.max_power_w,
-        q.sort,
-        q.allow_stale,
-        q.stack,
-    )
+    read = await read_model.recommendations(recommendation_ask(q))
     answer = _answer(read, q, wants_csv(request, q.format), read_model.settings.reference_gpu)
     return read_model.stored(request.scope, read, answer)
 
@@ -54,28 +39,20 @@ async def recommend(
 def _answer(
     read: Rows[Recommendation], q: RecommendQuery, as_csv: bool, reference: str
 ) -> Response:
-    items, hint, snapshot = read.rows, read.hint, read.snapshot
-    if as_csv:
-        headers = {"X-Hint": hint} if hint else None
-        return csv_response((i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers)
-    answer = Recommendations(
-        recommendations=items,
-        budget_usd=q.budget,
+    snapshot = read.snapshot
+    return _respond(
+        q,
+        read.rows,
+        read.hint,
+        as_csv,
+        reference,
         workload=snapshot.workload.slug,
         precision=snapshot.precision,
         unit=snapshot.workload.unit,
         min_memory_gb=read.min_memory_gb,
-        max_gpus=q.max_gpus,
-        mode=q.mode,
-        framework=q.framework,
-        condition=q.condition,
-        reference_gpu=reference,
         allow_stale=q.allow_stale,
         stack=q.stack,
-        hint=hint,
     )
-    # Built and validated above: serialize once, skipping FastAPI's second validation pass.
-    return Response(answer.model_dump_json(), media_type="application/json")
 
 
 async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQuery) -> Response:
@@ -86,22 +63,16 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
     items, hint = llm_rows.recommendation_rows(
         ask, data, q.budget, q.max_gpus, q.framework, q.min_tokens_per_s, q.limit
     )
-    if wants_csv(request, q.format):
-        headers = {"X-Hint": hint} if hint else None
-        return csv_response((i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers)
-    answer = Recommendations(
-        recommendations=items,
-        budget_usd=q.budget,
+    return _respond(
+        q,
+        items,
+        hint,
+        wants_csv(request, q.format),
+        read_model.settings.reference_gpu,
         workload=f"{ask.model.slug}:{ask.task}",
         precision=llm_rows.precision_of(ask.quant),
         unit=llm_rows.UNIT,
         min_memory_gb=round(ask.breakdown(1).total_gb, 3),
-        max_gpus=q.max_gpus,
-        mode=q.mode,
-        framework=q.framework,
-        condition=q.condition,
-        reference_gpu=read_model.settings.reference_gpu,
-        hint=hint,
         model=ask.model.slug,
         task=ask.task,
         quant=ask.quant.name,
@@ -109,4 +80,31 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
         batch=ask.batch,
         min_tokens_per_s=q.min_tokens_per_s,
     )
-    return Response(answer.model_dump_json(), media_type="application/json")
+
+
+def _respond(
+    q: RecommendQuery,
+    items: list[Recommendation],
+    hint: str | None,
+    as_csv: bool,
+    reference: str,
+    **answer: Any,
+) -> Response:
+    """Either ask's answer: CSV rows (the hint in X-Hint), or JSON with the query's echo and
+    `answer`'s fields (what the ask read). Built and validated here and serialized once,
+    skipping FastAPI's second validation pass."""
+    if as_csv:
+        headers = {"X-Hint": hint} if hint else None
+        return csv_response((i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers)
+    body = Recommendations(
+        recommendations=items,
+        hint=hint,
+        budget_usd=q.budget,
+        max_gpus=q.max_gpus,
+        mode=q.mode,
+        framework=q.framework,
+        condition=q.condition,
+        reference_gpu=reference,
+        **answer,
+    )
+    return Response(body.model_dump_json(), media_type="application/json")
