@@ -14,14 +14,13 @@ from typing import NamedTuple
 
 from sqlmodel import Session, col, select
 
-from service.catalog.peaks import CALIBRATED_RATE
 from service.domain import estimate as est
 from service.domain.availability import Availability
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
-from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
+from service.models import Aggregate, Gpu, Price, ScalingProfile, Workload
 from service.read_model.estimates import estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 
@@ -85,26 +84,6 @@ class Snapshot:
                 use_measured_multi=(mode == "parallel"),
             )
         return self._ranked[key]
-
-
-def calibration_efficiencies(session: Session, precision: str) -> dict[int, float]:
-    """gpu_id -> achieved / spec peak, from each GPU's newest accepted CUDA calibration."""
-    columns = CALIBRATED_RATE.get(precision)
-    if columns is None:
-        return {}
-    measured_col, spec_col = columns
-    rows = session.exec(
-        select(Calibration, Gpu)
-        .join(Gpu, col(Gpu.id) == Calibration.gpu_id)
-        .where(Calibration.status == "accepted", Calibration.device == "cuda")
-        .order_by(col(Calibration.created_at))
-    ).all()
-    out: dict[int, float] = {}
-    for calibration, gpu in rows:  # newest last, so it wins
-        achieved, spec = getattr(calibration, measured_col), getattr(gpu, spec_col)
-        if achieved and spec and gpu.id is not None:
-            out[gpu.id] = min(achieved / spec, 1.0)
-    return out
 
 
 def build_snapshot(
