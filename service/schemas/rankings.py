@@ -20,7 +20,7 @@ class PriceInfo(BaseModel):
     stale: bool = Field(False, description="Older than the freshness window (price_max_age_days).")
 
 
-class GpuRow(BaseModel):
+class AnswerRow(BaseModel):
     """What a ranking item and a recommendation share: the GPU, its throughput and band, what
     the estimate rests on, the catalog facts, cost of ownership, and an LLM ask's fit."""
 
@@ -72,7 +72,7 @@ class GpuRow(BaseModel):
     )
 
 
-class RankingItem(GpuRow):
+class RankingItem(AnswerRow):
     mad: float | None
     price: PriceInfo | None
 
@@ -98,7 +98,7 @@ class Rankings(AskEcho):
     reference_gpu: str
 
 
-class Recommendation(GpuRow):
+class Recommendation(AnswerRow):
     perf_per_dollar: float = Field(
         description="Throughput per USD of the total price (units/s per USD, as `why` says)."
     )
