@@ -298,12 +298,26 @@ def _unit_throughput(c: Candidate) -> float:
     return c.estimate.value * max(1, c.availability.unit_gpus)
 
 
+def _no_price(snapshot: Snapshot, pool: list[Candidate], min_memory_gb: float) -> str:
+    """Nothing with the memory has a price in the asked condition: say which data is missing
+    (only used prices, say), not that no such GPU is priced when another condition prices it."""
+    otherwise = [c for c in pool if c.slug in snapshot.priced_otherwise]
+    if not otherwise:
+        return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+    asked = snapshot.condition
+    other = "new" if asked == "used" else "used"
+    return (
+        f"no {asked} price for any GPU with >= {min_memory_gb:g} GB; {len(otherwise)} of them "
+        f"have a {other} price (condition={other} or condition=any ranks them)"
+    )
+
+
 def _hint(snapshot: Snapshot, pool: list[Candidate], budget: float, min_memory_gb: float) -> str:
     cheapest = cheapest_fitting(pool, min_memory_gb)
     if cheapest is None or cheapest.price is None:
         shown = [c.shown_price for c in pool if c.shown_price is not None]
         if not shown:
-            return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+            return _no_price(snapshot, pool, min_memory_gb)
         slug_of = {id(c.shown_price): c.slug for c in pool}
         newest = max(shown, key=lambda p: (p.observed_at, p.id))
         return (

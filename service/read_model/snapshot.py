@@ -52,6 +52,9 @@ class Snapshot:
     condition: ConditionChoice = "any"
     allow_stale: bool = False
     ownership: OwnershipData = field(default_factory=OwnershipData)  # for cost of ownership
+    # GPUs with a price only in the condition not asked for (new vs used): for the hint that
+    # says which data is missing when nothing is priced in the asked condition.
+    priced_otherwise: frozenset[str] = frozenset()
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
@@ -124,6 +127,7 @@ def build_snapshot(
             PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
         )
     candidates = []
+    priced_otherwise: set[str] = set()
     for g in gpus:
         if g.slug not in estimates:
             continue
@@ -132,6 +136,10 @@ def build_snapshot(
         usable = current_price(
             observed, condition, today, max_price_age_days, avail.in_production, allow_stale
         )
+        shown = usable or shown_price(observed, condition, today, avail.in_production)
+        elsewhere = shown is None and condition != "any"
+        if elsewhere and shown_price(observed, "any", today, avail.in_production) is not None:
+            priced_otherwise.add(g.slug)
         candidates.append(
             Candidate(
                 g.slug,
@@ -143,7 +151,7 @@ def build_snapshot(
                 usable,
                 g.stack,
                 avail,
-                usable or shown_price(observed, condition, today, avail.in_production),
+                shown,
             )
         )
     profiles = {
@@ -163,4 +171,5 @@ def build_snapshot(
         condition,
         allow_stale,
         ownership=load_ownership(session, today, max_price_age_days),
+        priced_otherwise=frozenset(priced_otherwise),
     )
