@@ -1,5 +1,7 @@
 """Command line: gpu-advisor serve | migrate | seed | keys | submit | evaluate | ..."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -184,6 +186,29 @@ def server_url(server: str | None) -> str:
     return f"http://{host}:{settings.port}"
 
 
+@contextmanager
+def server_errors() -> Iterator[None]:
+    """A server that cannot be reached, or refuses (HTTPStatusError, see `expect`): one line on
+    stderr and exit status 1, never a traceback."""
+    try:
+        yield
+    except httpx.HTTPStatusError as exc:
+        typer.echo(f"server refused: {exc.response.status_code} {exc.response.text}", err=True)
+        raise typer.Exit(1) from None
+    except httpx.TransportError as exc:
+        typer.echo(f"server unreachable: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def expect(response: httpx.Response, status: int) -> httpx.Response:
+    """`response` if it has `status`, else HTTPStatusError (server_errors reports it)."""
+    if response.status_code != status:
+        raise httpx.HTTPStatusError(
+            f"expected {status}", request=response.request, response=response
+        )
+    return response
+
+
 @app.command()
 def submit(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="results .json or .csv"),
@@ -205,15 +230,11 @@ def submit(
             typer.echo(f"invalid: {problem}", err=True)
         raise typer.Exit(2) from None
     headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=server_url(server), headers=headers, timeout=timeout) as client:
-        try:
-            report = submit_client.submit(client, items, batch_size)
-        except httpx.HTTPStatusError as exc:
-            typer.echo(f"server refused: {exc.response.status_code} {exc.response.text}", err=True)
-            raise typer.Exit(1) from None
-        except httpx.TransportError as exc:
-            typer.echo(f"server unreachable: {exc}", err=True)
-            raise typer.Exit(1) from None
+    with (
+        httpx.Client(base_url=server_url(server), headers=headers, timeout=timeout) as client,
+        server_errors(),
+    ):
+        report = submit_client.submit(client, items, batch_size)
     summary = ", ".join(f"{n} {status}" for status, n in sorted(report.statuses.items()))
     typer.echo(f"sent {len(items)} results in {report.batches} batches: {summary}")
     for reason, n in report.reasons.most_common():
@@ -246,16 +267,9 @@ def recommend(
     }
     if workload:
         params["workload"] = workload
-    try:
-        response = httpx.get(
-            f"{server_url(server).rstrip('/')}/recommend", params=params, timeout=30
-        )
-    except httpx.TransportError as exc:
-        typer.echo(f"server unreachable: {exc}", err=True)
-        raise typer.Exit(1) from None
-    if response.status_code != 200:
-        typer.echo(f"server refused: {response.status_code} {response.text}", err=True)
-        raise typer.Exit(1)
+    url = f"{server_url(server).rstrip('/')}/recommend"
+    with server_errors():
+        response = expect(httpx.get(url, params=params, timeout=30), 200)
     typer.echo(render_recommendations(response.json()))
 
 
@@ -414,7 +428,11 @@ if __name__ == "__main__":
 def import_file(
     fmt: str = typer.Argument(..., metavar="FORMAT", help="llama-bench | lambda-csv | mlperf"),
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="the tool's raw output"),
-    server: str = typer.Option("http://127.0.0.1:8000", help="gpu-advisor base URL."),
+    server: str | None = typer.Option(
+        None,
+        envvar="GPU_ADVISOR_SERVER",
+        help="gpu-advisor base URL (default http://GPU_ADVISOR_HOST:GPU_ADVISOR_PORT).",
+    ),
     key: str = typer.Option(..., envvar="GPU_ADVISOR_KEY", help="Submitter API key."),
     timeout: float = typer.Option(60.0, help="Seconds per request."),
 ) -> None:
@@ -427,19 +445,11 @@ def import_file(
         "Content-Type": "text/plain",
         "Idempotency-Key": hashlib.sha256(body).hexdigest()[:64],
     }
-    try:
-        r = httpx.post(
-            f"{server}/results",
-            params={"format": fmt},
-            content=body,
-            headers=headers,
-            timeout=timeout,
+    url = f"{server_url(server).rstrip('/')}/results"
+    with server_errors():
+        sent = httpx.post(
+            url, params={"format": fmt}, content=body, headers=headers, timeout=timeout
         )
-    except httpx.TransportError as exc:
-        typer.echo(f"server unreachable: {exc}", err=True)
-        raise typer.Exit(1) from None
-    if r.status_code != 201:
-        typer.echo(f"server refused: {r.status_code} {r.text}", err=True)
-        raise typer.Exit(1)
+        r = expect(sent, 201)
     for outcome in r.json()["results"]:
         typer.echo(f"result {outcome['id']}: {outcome['status']} {outcome['reason'] or ''}")

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 from sqlmodel import col
 
 from service.api.deps import SessionDep
-from service.api.pagination import decode_cursor, split_page
+from service.api.pagination import id_page
 from service.api.presenters import calibration_query, calibration_read
 from service.models import Calibration, Gpu, Host
 from service.schemas.calibration import CalibrationRead
@@ -23,15 +23,13 @@ def list_calibrations(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> Page[CalibrationRead]:
-    query = calibration_query().order_by(col(Calibration.id).desc())
+    query = calibration_query()
     if gpu is not None:
         query = query.where(Gpu.slug == gpu)
     if host is not None:
         query = query.where(Host.name == host)
-    before = decode_cursor(cursor, int)
-    if before is not None:
-        query = query.where(col(Calibration.id) < before)
-    rows = session.exec(query.limit(limit + 1)).all()
-    page, next_cursor = split_page(rows, limit, key=lambda row: row[0].id)
+    page, next_cursor = id_page(
+        session, query, col(Calibration.id), cursor, limit, newest_first=True
+    )
     items = [calibration_read(*row) for row in page]
     return Page[CalibrationRead](items=items, next_cursor=next_cursor)

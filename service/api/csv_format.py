@@ -7,15 +7,15 @@ Column names are stable and listed in the README.
 import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from fastapi import Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
 from service.read_model.answer_cache import accept_asks_for_csv
+from service.schemas.common import Format
 
-Format = Literal["json", "csv"]
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 
 

@@ -5,14 +5,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.csv_format import Format, columns_for, csv_response, wants_csv
+from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import SessionDep
 from service.api.http_cache import http_cached
 from service.api.pagination import decode_cursor, split_page
 from service.api.presenters import latest_for_gpu
 from service.catalog import lookup
 from service.schemas.catalog import GpuDetail, GpuRead, Market, Vendor
-from service.schemas.common import Page, Problem
+from service.schemas.common import Format, Page, Problem
 
 router = APIRouter(prefix="/gpus", tags=["gpus"])
 CSV_COLUMNS = columns_for(GpuRead)

@@ -5,14 +5,14 @@ sources); no database read. Unknown model: 404 with suggestions (the model is wh
 about); other bad input: 422 naming the parameter.
 """
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from service.catalog import llm
-from service.core.errors import InvalidInput, UnknownSlug
-from service.domain import llm_fit, memory
+from service.api.asks import DEFAULT_CONTEXT, resolve
+from service.core.errors import InvalidInput
+from service.domain import memory
 from service.schemas.common import Problem
 from service.schemas.llm import MemoryAnswer, OptimizerName, TaskName
 
@@ -40,49 +40,6 @@ class MemoryQuery(BaseModel):
     lora_rank: int = Field(16, ge=1, le=4096)
     gradient_checkpointing: bool = True
     kv_bits: int = Field(16, ge=4, le=32, description="KV cache bits per value (16: fp16).")
-
-
-DEFAULT_CONTEXT = 4096
-
-
-def resolve(
-    model_slug: str, quant_name: str | None, task: str, context: int | None
-) -> tuple[memory.ModelSpec, memory.Quantization, int]:
-    """The model (UnknownSlug -> 404), format (422 naming `quant`) and context a query names."""
-    spec = llm.model(model_slug)
-    context = min(DEFAULT_CONTEXT, spec.max_context) if context is None else context
-    name = quant_name or memory.DEFAULT_QUANT[task]
-    try:
-        quant = llm.quantization(name)
-    except UnknownSlug as exc:
-        raise InvalidInput.one(
-            ("query", "quant"), exc.detail, "unknown_quant", suggestions=exc.suggestions
-        ) from None
-    if context > spec.max_context:
-        raise InvalidInput.one(
-            ("query", "context"),
-            f"{spec.slug} supports at most {spec.max_context} tokens of context",
-            "context_too_long",
-        )
-    return spec, quant, context
-
-
-def ask_for(
-    model_slug: str,
-    task: str,
-    quant_name: str | None,
-    context: int | None,
-    batch: int,
-    **options: Any,
-) -> llm_fit.Ask:
-    """The LLM ask of /recommend and /rankings; a format the task cannot use is a 422."""
-    spec, quant, ctx = resolve(model_slug, quant_name, task, context)
-    ask = llm_fit.Ask(spec, task, quant, ctx, batch, **options)  # type: ignore[arg-type]
-    try:
-        ask.breakdown(1)
-    except ValueError as exc:
-        raise InvalidInput.one(("query", "quant"), str(exc), "quant_for_task") from None
-    return ask
 
 
 def breakdown(

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from sqlmodel import Session
+
 from service.core.errors import InvalidInput
 
 K = TypeVar("K", int, str)
@@ -57,3 +59,21 @@ def split_page(
     """Rows fetched with `limit + 1`: the page, and the cursor after it when there is more."""
     page = list(rows[:limit])
     return page, encode_cursor(key(page[-1])) if len(rows) > limit else None
+
+
+def id_page(
+    session: Session,
+    query: Any,
+    id_column: Any,
+    cursor: str | None,
+    limit: int,
+    newest_first: bool = False,
+) -> tuple[list[Any], str | None]:
+    """One page of `query` (rows of entities, the first with the `id` in `id_column`) in id
+    order, continuing after `cursor`; and the cursor after it when there is more."""
+    after = decode_cursor(cursor, int)
+    query = query.order_by(id_column.desc() if newest_first else id_column)
+    if after is not None:
+        query = query.where(id_column < after if newest_first else id_column > after)
+    rows = session.exec(query.limit(limit + 1)).all()
+    return split_page(rows, limit, key=lambda row: row[0].id)

@@ -5,17 +5,16 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.csv_format import Format, columns_for, csv_response, wants_csv
+from service.api.asks import ask_for
+from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.http_cache import http_cached
-from service.api.memory import ask_for
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model import llm as llm_rows
-from service.read_model.rows import RankingSort
 from service.schemas.catalog import Stack
-from service.schemas.common import Problem
+from service.schemas.common import Format, Problem
 from service.schemas.llm import TaskName
-from service.schemas.rankings import RankingItem, Rankings
+from service.schemas.rankings import RankingItem, Rankings, RankingSort
 from service.schemas.tco import CostQuery
 
 router = APIRouter(tags=["rankings"])

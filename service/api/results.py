@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
 from service.api.deps import MetricsDep, ReadModelDep, RowId, SessionDep, WriteSessionDep
-from service.api.pagination import decode_cursor, split_page
+from service.api.pagination import id_page
 from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.api.security import AdminKey, SubmitterKey
 from service.core.errors import InvalidInput, NotFound
@@ -162,7 +162,7 @@ def list_results(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> Page[ResultRead]:
-    query = _query().order_by(col(Result.id))
+    query = _query()
     if gpu is not None:
         query = query.where(Gpu.slug == gpu)
     if workload is not None:
@@ -171,11 +171,7 @@ def list_results(
         query = query.where(Result.status == status)
     if submitter is not None:
         query = query.where(ApiKey.prefix == submitter)
-    after = decode_cursor(cursor, int)
-    if after is not None:
-        query = query.where(col(Result.id) > after)
-    rows = session.exec(query.limit(limit + 1)).all()
-    page, next_cursor = split_page(rows, limit, key=lambda row: row[0].id)
+    page, next_cursor = id_page(session, query, col(Result.id), cursor, limit)
     items = [_read(*row) for row in page]
     return Page[ResultRead](items=items, next_cursor=next_cursor)
 

@@ -68,3 +68,12 @@ def list_gpus(
     if limit is not None:
         query = query.limit(limit)
     return session.exec(query).all()
+
+
+def device_names(session: Session) -> list[tuple[str, list[str], float]]:
+    """(slug, name and aliases, memory_gb) of every GPU: what domain.matching.map_device maps
+    a reported device name against (a calibrating host's, an imported tool's)."""
+    return [
+        (g.slug, [g.name, *[a for a in g.aliases.split("|") if a]], g.memory_gb)
+        for g in session.exec(select(Gpu)).all()
+    ]

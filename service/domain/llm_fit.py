@@ -17,7 +17,7 @@ Throughput, tokens/s, by the best basis available:
    compute precision (vocabulary.COMPUTE_PRECISION) / memory.flops_per_token. The efficiency e
    is the median of measured / roofline over every measured GPU of that phase (any LLM), and
    its log spread (1.4826 x MAD) sizes the band; with no measurement e is estimate.py's stated
-   prior (0.6 of bandwidth, 0.35 of peak) and the band is +-50%.
+   prior (0.6 of bandwidth, 0.35 of peak) and the band is value / 1.5 to value x 1.5.
 Several GPUs: decode and prefill run the model split over them (llama.cpp layer split in the
 measured corpus; no data-parallel speedup), so the N-GPU rate is the one-GPU roofline times
 the median measured N-GPU / 1-GPU ratio of the same workload and GPU (1.0, no speedup, when

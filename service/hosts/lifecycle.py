@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 
 from service.auth import generate_secret, secret_matches, split_prefix
 from service.calibration.report import best_tflops, noise, stack_fingerprint
+from service.catalog.lookup import device_names
 from service.catalog.peaks import spec_peaks
 from service.domain import calibration_gate
 from service.domain.due import due_reason
@@ -53,19 +54,12 @@ def find_host(session: Session, token: str) -> Host | None:
     return host
 
 
-def _catalog(session: Session) -> list[tuple[str, list[str], float]]:
-    return [
-        (g.slug, [g.name, *[a for a in g.aliases.split("|") if a]], g.memory_gb)
-        for g in session.exec(select(Gpu)).all()
-    ]
-
-
 def map_identity(session: Session, identity: HostIdentity) -> tuple[int | None, str]:
     """The catalog GPU of the host's first device, or None with the reason."""
     if identity.device != "cuda":
         return None, "cpu host: never mapped to a GPU"
     device = identity.gpus[0]
-    slug, how = map_device(device.name, device.memory_gb, _catalog(session))
+    slug, how = map_device(device.name, device.memory_gb, device_names(session))
     if slug is None:
         return None, how
     gpu_id = session.exec(select(Gpu.id).where(Gpu.slug == slug)).one()

@@ -22,6 +22,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.engine import Engine
@@ -431,6 +432,27 @@ def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: 
     )
 
 
+def _row_fields(o: LlmOption) -> dict[str, Any]:
+    """What a ranking item and a recommendation take alike from an option."""
+    return {
+        "gpu": o.gpu.slug,
+        "name": o.gpu.name,
+        "count": o.count,
+        "memory_gb": o.gpu.memory_gb,
+        "throughput": o.throughput,
+        "throughput_low": o.low,
+        "throughput_high": o.high,
+        "unit": UNIT,
+        "basis": o.basis,
+        "model": o.model,
+        "n": o.n,
+        "relative_performance": None,
+        "memory_needed_gb": round(o.breakdown.total_gb, 3),
+        "headroom_context": o.headroom.max_context,
+        "headroom_batch": o.headroom.max_batch,
+    }
+
+
 def recommendation_rows(
     ask: llm_fit.Ask,
     data: LlmData,
@@ -457,29 +479,15 @@ def recommendation_rows(
         rows.append(
             Recommendation(
                 rank=rank,
-                gpu=o.gpu.slug,
-                name=o.gpu.name,
-                count=o.count,
                 unit_price=price,
                 total_price_usd=total,
-                throughput=o.throughput,
-                throughput_low=o.low,
-                throughput_high=o.high,
-                unit=UNIT,
-                relative_performance=None,
                 perf_per_dollar=o.throughput / total,
-                memory_gb=o.gpu.memory_gb,
                 total_memory_gb=o.gpu.memory_gb * o.count,
                 tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
-                basis=o.basis,
-                model=o.model,
-                n=o.n,
                 scaling_factor=o.speedup,
                 scaling_basis=o.scaling_basis,
                 why=why(o, ask, rank, budget, platform_extra(o, data)),
-                memory_needed_gb=round(o.breakdown.total_gb, 3),
-                headroom_context=o.headroom.max_context,
-                headroom_batch=o.headroom.max_batch,
+                **_row_fields(o),
             )
         )
     return rows, None if rows else hint(ask, fitting, budget, max_gpus, min_tokens_per_s, data)
@@ -533,24 +541,10 @@ def ranking_rows(
         rows.append(
             RankingItem(
                 rank=0,
-                gpu=o.gpu.slug,
-                name=o.gpu.name,
-                memory_gb=o.gpu.memory_gb,
-                throughput=o.throughput,
-                throughput_low=o.low,
-                throughput_high=o.high,
-                unit=UNIT,
-                basis=o.basis,
-                model=o.model,
-                n=o.n,
                 mad=None,
-                relative_performance=None,
                 price=_price_info(o.gpu),
                 perf_per_dollar=o.throughput / total if total else None,
-                count=o.count,
-                memory_needed_gb=round(o.breakdown.total_gb, 3),
-                headroom_context=o.headroom.max_context,
-                headroom_batch=o.headroom.max_batch,
+                **_row_fields(o),
             )
         )
     if sort == "perf_per_dollar":

@@ -13,13 +13,13 @@ from service.catalog.lookup import workload_by_slug
 from service.core.errors import InvalidInput, UnknownSlug
 from service.core.settings import Settings
 from service.domain.tco import CostSettings
-from service.domain.vocabulary import ConditionChoice, Mode
+from service.domain.vocabulary import ConditionChoice
 from service.models import Workload
 from service.read_model.answer_cache import AnswerCache
-from service.read_model.rows import RankingSort, RecommendSort, ranking_rows, recommendation_rows
+from service.read_model.rows import RecommendationAsk, ranking_rows, recommendation_rows
 from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
 from service.read_model.snapshot_cache import SnapshotCache
-from service.schemas.rankings import RankingItem, Recommendation
+from service.schemas.rankings import RankingItem, RankingSort, Recommendation
 
 
 def _query_workload(session: Session, slug: str) -> Workload:
@@ -127,38 +127,13 @@ class ReadModel:
             key, snapshot, ranking_rows(snapshot, min_memory, sort, costs, stack), min_memory
         )
 
-    async def recommendations(
-        self,
-        workload: str | None,
-        precision: str | None,
-        condition: ConditionChoice,
-        min_memory_gb: float | None,
-        budget: float,
-        mode: Mode,
-        framework: str,
-        max_gpus: int,
-        limit: int,
-        costs: CostSettings | None = None,
-        max_power_w: float | None = None,
-        sort: RecommendSort = "performance",
-        allow_stale: bool = False,
-        stack: str | None = None,
-    ) -> Rows[Recommendation]:
-        key, snapshot = await self._snapshot_for(workload, precision, condition, allow_stale)
-        min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
-        rows, hint = recommendation_rows(
-            snapshot,
-            budget,
-            min_memory,
-            mode,
-            framework,
-            max_gpus,
-            limit,
-            costs,
-            max_power_w,
-            sort,
-            stack,
+    async def recommendations(self, ask: RecommendationAsk) -> Rows[Recommendation]:
+        key, snapshot = await self._snapshot_for(
+            ask.workload, ask.precision, ask.condition, ask.allow_stale
         )
+        wanted = ask.min_memory_gb
+        min_memory = snapshot.workload.min_memory_gb if wanted is None else wanted
+        rows, hint = recommendation_rows(snapshot, ask, min_memory)
         return Rows(key, snapshot, rows, min_memory, hint)
 
     def stored(self, scope: Scope, read: Rows[Any], answer: Response) -> Response:

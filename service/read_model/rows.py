@@ -4,7 +4,7 @@
 answer with these rows, so a field means the same in every answer.
 """
 
-from typing import Literal
+from dataclasses import dataclass
 
 from service.domain.availability import exclusion
 from service.domain.prices import PriceObservation, age_days, is_stale
@@ -17,13 +17,38 @@ from service.domain.recommend import (
     within_budget,
 )
 from service.domain.tco import CostSettings, extra_platform_usd
-from service.domain.vocabulary import Mode
+from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import costed, fits_power
 from service.read_model.snapshot import Snapshot
-from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
+from service.schemas.rankings import (
+    PriceInfo,
+    RankingItem,
+    RankingSort,
+    Recommendation,
+    RecommendSort,
+)
 
-RankingSort = Literal["performance", "perf_per_dollar", "tco"]
-RecommendSort = Literal["performance", "tco"]
+
+@dataclass(frozen=True)
+class RecommendationAsk:
+    """What a recommendation asks: the snapshot it reads (workload, precision, condition,
+    allow_stale) and what the rows must meet. Built from /recommend's query (api/asks.py), for
+    the API and the web page alike."""
+
+    workload: str | None  # None: the default workload
+    precision: str | None  # None: the workload's
+    condition: ConditionChoice
+    allow_stale: bool
+    budget: float
+    min_memory_gb: float | None  # None: the workload's
+    mode: Mode
+    framework: str
+    max_gpus: int
+    limit: int
+    costs: CostSettings | None
+    max_power_w: float | None
+    sort: RecommendSort
+    stack: str | None
 
 
 def price_info(candidate: Candidate, snapshot: Snapshot) -> PriceInfo | None:
@@ -100,37 +125,28 @@ def ranking_rows(
 
 
 def recommendation_rows(
-    snapshot: Snapshot,
-    budget: float,
-    min_memory_gb: float,
-    mode: Mode,
-    framework: str,
-    max_gpus: int,
-    limit: int,
-    costs: CostSettings | None = None,
-    max_power_w: float | None = None,
-    sort: RecommendSort = "performance",
-    stack: str | None = None,
+    snapshot: Snapshot, ask: RecommendationAsk, min_memory_gb: float
 ) -> tuple[list[Recommendation], str | None]:
-    """The best configurations within `budget` (and `max_power_w`, on `stack` when given), and
-    a hint when none fits or when availability or price freshness kept out a GPU faster than
-    the first answer. With `costs` each carries its cost of ownership; sort=tco ranks by cost
-    per unit of work."""
-    ranked = snapshot.ranked_configurations(mode, framework, max_gpus)
+    """The best configurations within the ask's budget (and max_power_w, on its stack when
+    given) with `min_memory_gb` per GPU, and a hint when none fits or when availability or
+    price freshness kept out a GPU faster than the first answer. With costs each carries its
+    cost of ownership; sort=tco ranks by cost per unit of work."""
+    budget, costs, stack, max_power_w = ask.budget, ask.costs, ask.stack, ask.max_power_w
+    ranked = snapshot.ranked_configurations(ask.mode, ask.framework, ask.max_gpus)
     if stack is not None:
         ranked = [c for c in ranked if c.candidate.stack == stack]
     if costs is not None and max_power_w is not None:
         ranked = [c for c in ranked if fits_power(c.candidate.tdp_w, c.count, costs, max_power_w)]
     extra = platform_extra(snapshot, costs)
-    if costs is None or sort != "tco":
-        chosen = within_budget(ranked, budget, min_memory_gb, limit, extra)
+    if costs is None or ask.sort != "tco":
+        chosen = within_budget(ranked, budget, min_memory_gb, ask.limit, extra)
         items = [
             _recommendation(c, rank, snapshot, budget, extra) for rank, c in enumerate(chosen, 1)
         ]
         if costs is not None:
             items = [_with_costs(i, snapshot, costs) for i in items]
         top = chosen[0].throughput if chosen else 0.0
-        return items, _hints(snapshot, items, budget, min_memory_gb, max_gpus, top, stack)
+        return items, _hints(snapshot, items, budget, min_memory_gb, ask.max_gpus, top, stack)
     fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra)
     all_items = [
         _with_costs(_recommendation(c, rank, snapshot, budget, extra), snapshot, costs)
@@ -144,12 +160,12 @@ def recommendation_rows(
             r.gpu,
         )
     )
-    items = all_items[:limit]
+    items = all_items[: ask.limit]
     for rank, item in enumerate(items, 1):
         item.rank = rank
         item.why = f"#{rank} by cost of ownership per unit of work; " + item.why
     top = max((c.throughput for c in fitting), default=0.0)
-    return items, _hints(snapshot, items, budget, min_memory_gb, max_gpus, top, stack)
+    return items, _hints(snapshot, items, budget, min_memory_gb, ask.max_gpus, top, stack)
 
 
 def _hints(
@@ -301,12 +317,26 @@ def _unit_throughput(c: Candidate) -> float:
     return c.estimate.value * max(1, c.availability.unit_gpus)
 
 
+def _no_price(snapshot: Snapshot, pool: list[Candidate], min_memory_gb: float) -> str:
+    """Nothing with the memory has a price in the asked condition: say which data is missing
+    (only used prices, say), not that no such GPU is priced when another condition prices it."""
+    otherwise = [c for c in pool if c.slug in snapshot.priced_otherwise]
+    if not otherwise:
+        return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+    asked = snapshot.condition
+    other = "new" if asked == "used" else "used"
+    return (
+        f"no {asked} price for any GPU with >= {min_memory_gb:g} GB; {len(otherwise)} of them "
+        f"have a {other} price (condition={other} or condition=any ranks them)"
+    )
+
+
 def _hint(snapshot: Snapshot, pool: list[Candidate], budget: float, min_memory_gb: float) -> str:
     cheapest = cheapest_fitting(pool, min_memory_gb)
     if cheapest is None or cheapest.price is None:
         shown = [c.shown_price for c in pool if c.shown_price is not None]
         if not shown:
-            return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+            return _no_price(snapshot, pool, min_memory_gb)
         slug_of = {id(c.shown_price): c.slug for c in pool}
         newest = max(shown, key=lambda p: (p.observed_at, p.id))
         return (

@@ -14,14 +14,13 @@ from typing import NamedTuple
 
 from sqlmodel import Session, col, select
 
-from service.catalog.peaks import CALIBRATED_RATE
 from service.domain import estimate as est
 from service.domain.availability import Availability
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
-from service.models import Aggregate, Calibration, Gpu, Price, ScalingProfile, Workload
+from service.models import Aggregate, Gpu, Price, ScalingProfile, Workload
 from service.read_model.estimates import estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 
@@ -53,6 +52,9 @@ class Snapshot:
     condition: ConditionChoice = "any"
     allow_stale: bool = False
     ownership: OwnershipData = field(default_factory=OwnershipData)  # for cost of ownership
+    # GPUs with a price only in the condition not asked for (new vs used): for the hint that
+    # says which data is missing when nothing is priced in the asked condition.
+    priced_otherwise: frozenset[str] = frozenset()
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
@@ -85,26 +87,6 @@ class Snapshot:
                 use_measured_multi=(mode == "parallel"),
             )
         return self._ranked[key]
-
-
-def calibration_efficiencies(session: Session, precision: str) -> dict[int, float]:
-    """gpu_id -> achieved / spec peak, from each GPU's newest accepted CUDA calibration."""
-    columns = CALIBRATED_RATE.get(precision)
-    if columns is None:
-        return {}
-    measured_col, spec_col = columns
-    rows = session.exec(
-        select(Calibration, Gpu)
-        .join(Gpu, col(Gpu.id) == Calibration.gpu_id)
-        .where(Calibration.status == "accepted", Calibration.device == "cuda")
-        .order_by(col(Calibration.created_at))
-    ).all()
-    out: dict[int, float] = {}
-    for calibration, gpu in rows:  # newest last, so it wins
-        achieved, spec = getattr(calibration, measured_col), getattr(gpu, spec_col)
-        if achieved and spec and gpu.id is not None:
-            out[gpu.id] = min(achieved / spec, 1.0)
-    return out
 
 
 def build_snapshot(
@@ -145,6 +127,7 @@ def build_snapshot(
             PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
         )
     candidates = []
+    priced_otherwise: set[str] = set()
     for g in gpus:
         if g.slug not in estimates:
             continue
@@ -153,6 +136,10 @@ def build_snapshot(
         usable = current_price(
             observed, condition, today, max_price_age_days, avail.in_production, allow_stale
         )
+        shown = usable or shown_price(observed, condition, today, avail.in_production)
+        elsewhere = shown is None and condition != "any"
+        if elsewhere and shown_price(observed, "any", today, avail.in_production) is not None:
+            priced_otherwise.add(g.slug)
         candidates.append(
             Candidate(
                 g.slug,
@@ -164,7 +151,7 @@ def build_snapshot(
                 usable,
                 g.stack,
                 avail,
-                usable or shown_price(observed, condition, today, avail.in_production),
+                shown,
             )
         )
     profiles = {
@@ -184,4 +171,5 @@ def build_snapshot(
         condition,
         allow_stale,
         ownership=load_ownership(session, today, max_price_age_days),
+        priced_otherwise=frozenset(priced_otherwise),
     )

@@ -5,6 +5,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
+Format = Literal["json", "csv"]  # ?format= of the read routes that can answer CSV
 SLUG_PATTERN = r"^[a-z0-9]+([-_][a-z0-9]+)*$"  # "_" for weight formats: llama-3-8b-q4_k_m-tg512
 Slug = Annotated[str, Field(min_length=2, max_length=64, pattern=SLUG_PATTERN)]
 

@@ -7,6 +7,9 @@ from pydantic import BaseModel, Field
 
 from service.domain.vocabulary import Basis, Condition, ConditionChoice, Mode, Precision
 
+RankingSort = Literal["performance", "perf_per_dollar", "tco"]
+RecommendSort = Literal["performance", "tco"]
+
 
 class PriceInfo(BaseModel):
     usd: float
@@ -17,12 +20,17 @@ class PriceInfo(BaseModel):
     stale: bool = Field(False, description="Older than the freshness window (price_max_age_days).")
 
 
-class RankingItem(BaseModel):
+class AnswerRow(BaseModel):
+    """What a ranking item and a recommendation share: the GPU, its throughput and band, what
+    the estimate rests on, the catalog facts, cost of ownership, and an LLM ask's fit."""
+
     rank: int
     gpu: str
     name: str
-    memory_gb: float
-    throughput: float = Field(description="Single-GPU throughput in `unit`.")
+    memory_gb: float = Field(description="Per GPU: what must fit the model.")
+    throughput: float = Field(
+        description="Throughput in `unit` of `count` GPUs (a fixed workload's ranking: one GPU)."
+    )
     throughput_low: float
     throughput_high: float
     unit: str
@@ -31,90 +39,16 @@ class RankingItem(BaseModel):
         description="measured | nnls | shape-scaled | borrowed | roofline-prior (see README)"
     )
     n: int = Field(description="Results behind a measured value; measured GPUs behind a fit.")
-    mad: float | None
     band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
     relative_performance: float | None = Field(description="Reference GPU = 1.0.")
-    price: PriceInfo | None
     perf_per_dollar: float | None = Field(
         description="units/s per USD of the current price; None when stale or unknown."
     )
+    count: int = Field(1, description="GPUs in the configuration (LLM asks: tensor-parallel).")
     stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
     status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
     sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")
     unit_gpus: int = Field(1, description="GPUs in that unit: counts are multiples of it.")
-    draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
-    energy_kwh: float | None = Field(None, description="Over the horizon.")
-    energy_usd: float | None = None
-    platform_usd: float | None = Field(None, description="Host, PSU, chassis (sourced or given).")
-    resale_usd: float | None = None
-    tco_usd: float | None = Field(None, description="price + platform + energy - resale.")
-    cost_per_million_units: float | None = Field(
-        None, description="tco_usd per million `unit` of work over the horizon."
-    )
-    break_even_hours: float | None = Field(
-        None, description="Hours of use after which buying beats the cheapest cloud offer."
-    )
-    # LLM asks (model=...): how many GPUs the model is split over and the room left.
-    count: int = Field(1, description="GPUs the model is split over (tensor-parallel memory).")
-    memory_needed_gb: float | None = Field(
-        None, description="Per GPU, GB (1e9 bytes), from the /memory breakdown."
-    )
-    headroom_context: int | None = Field(
-        None, description="Largest context that still fits at the asked batch."
-    )
-    headroom_batch: int | None = Field(
-        None, description="Largest batch that still fits at the asked context."
-    )
-
-
-class Rankings(BaseModel):
-    items: list[RankingItem]
-    next_cursor: str | None = None
-    workload: str
-    precision: Precision
-    unit: str
-    sort: Literal["performance", "perf_per_dollar", "tco"]
-    reference_gpu: str
-    # Echo of an LLM ask (model=...); null for a fixed workload.
-    model: str | None = None
-    task: str | None = None
-    quant: str | None = None
-    context: int | None = None
-    batch: int | None = None
-    min_tokens_per_s: float | None = None
-
-
-class Recommendation(BaseModel):
-    rank: int
-    gpu: str
-    name: str
-    count: int
-    unit_price: PriceInfo
-    total_price_usd: float
-    throughput: float
-    throughput_low: float
-    throughput_high: float
-    unit: str
-    relative_performance: float | None
-    perf_per_dollar: float = Field(
-        description="Throughput per USD of the total price (units/s per USD, as `why` says)."
-    )
-    memory_gb: float = Field(description="Per GPU: what must fit the model.")
-    total_memory_gb: float
-    tdp_w: float | None = Field(description="All GPUs together.")
-    basis: Basis
-    model: str
-    n: int
-    scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
-    scaling_basis: str = Field(
-        description="single | independent | profile:<fw>/<link> | tensor-parallel:<link> | measured"
-    )
-    why: str
-    stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
-    status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
-    sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")
-    unit_gpus: int = Field(1, description="GPUs in that unit: counts are multiples of it.")
-    band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
     draw_w: float | None = Field(None, description="GPUs' TDP x count (+ host_power_w).")
     energy_kwh: float | None = Field(None, description="Over the horizon.")
     energy_usd: float | None = None
@@ -138,7 +72,48 @@ class Recommendation(BaseModel):
     )
 
 
-class Recommendations(BaseModel):
+class RankingItem(AnswerRow):
+    mad: float | None
+    price: PriceInfo | None
+
+
+class AskEcho(BaseModel):
+    """Echo of an LLM ask (model=...); null for a fixed workload."""
+
+    model: str | None = None
+    task: str | None = None
+    quant: str | None = None
+    context: int | None = None
+    batch: int | None = None
+    min_tokens_per_s: float | None = None
+
+
+class Rankings(AskEcho):
+    items: list[RankingItem]
+    next_cursor: str | None = None
+    workload: str
+    precision: Precision
+    unit: str
+    sort: RankingSort
+    reference_gpu: str
+
+
+class Recommendation(AnswerRow):
+    perf_per_dollar: float = Field(
+        description="Throughput per USD of the total price (units/s per USD, as `why` says)."
+    )
+    unit_price: PriceInfo
+    total_price_usd: float
+    total_memory_gb: float
+    tdp_w: float | None = Field(description="All GPUs together.")
+    scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
+    scaling_basis: str = Field(
+        description="single | independent | profile:<fw>/<link> | tensor-parallel:<link> | measured"
+    )
+    why: str
+
+
+class Recommendations(AskEcho):
     recommendations: list[Recommendation]
     budget_usd: float
     workload: str
@@ -157,10 +132,3 @@ class Recommendations(BaseModel):
         description="When nothing fits: what would, or which data is missing; also which GPUs "
         "availability (platform units, cloud-only) or price freshness kept out.",
     )
-    # Echo of an LLM ask (model=...); null for a fixed workload.
-    model: str | None = None
-    task: str | None = None
-    quant: str | None = None
-    context: int | None = None
-    batch: int | None = None
-    min_tokens_per_s: float | None = None

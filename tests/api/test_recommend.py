@@ -321,3 +321,24 @@ def test_only_writes_that_reads_depend_on_end_a_stored_answer(client, keys, monk
         r for r in after["recommendations"] if r["gpu"] == "nvidia-rtx-4090" and r["count"] == 1
     )
     assert row["basis"] == "measured"
+
+
+def test_empty_answer_hint_names_the_missing_condition(client, db):
+    """No used price for any 24 GB GPU (new ones exist): the hint says so and what to ask
+    instead, not that no such GPU is priced."""
+    from sqlmodel import Session, delete
+
+    from service.models import Price
+
+    with Session(db) as session:
+        session.exec(delete(Price).where(Price.condition == "used"))
+        session.commit()
+    client.app.state.read_model.changed()
+    params = {"budget": 800, "min_memory_gb": 24, "workload": "resnet50-train"}
+    used = client.get("/recommend", params=params | {"condition": "used"}).json()
+    assert used["recommendations"] == []
+    assert "no used price for any GPU with >= 24 GB" in used["hint"], used["hint"]
+    assert "condition=new or condition=any" in used["hint"]
+    assert "no priced GPU" not in used["hint"]
+    huge = client.get("/recommend", params=params | {"min_memory_gb": 5000}).json()
+    assert huge["hint"] == "no priced GPU in the catalog has 5000 GB or more"

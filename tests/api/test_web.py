@@ -104,3 +104,17 @@ def test_gpu_page_shows_specs_results_prices_and_calibrations(client, db, keys):
 def test_html_routes_are_not_in_the_api_schema(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert "/" not in paths and "/gpu/{slug}" not in paths and "/compare" in paths
+
+
+def test_perf_per_dollar_chart_speaks_the_answers_unit(client):
+    from html import escape
+
+    from service.api.web.index import fmt
+
+    html = client.get("/").text
+    ranked = client.get("/rankings", params={"sort": "perf_per_dollar"}).json()
+    top = ranked["items"][0]
+    assert top["perf_per_dollar"] is not None
+    assert f"({ranked['unit']} per USD of current price)" in html
+    assert f"{escape(top['name'])} {fmt(top['perf_per_dollar'])} per USD" in html
+    assert "$1,000" not in html and "$1k" not in html

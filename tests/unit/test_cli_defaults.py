@@ -69,3 +69,44 @@ def test_table_and_why_use_one_unit_and_show_the_price_origin(client):
     assert figure in table.splitlines()[2]
     price = first["unit_price"]
     assert str(price["observed_at"])[:10] in table.splitlines()[2]
+
+
+def _fake_post(calls, status):
+    import httpx
+
+    def post(url, **kwargs):
+        calls.append(url)
+        body = {"results": []} if status == 201 else {"detail": "no"}
+        return httpx.Response(status, json=body, request=httpx.Request("POST", url))
+
+    return post
+
+
+def test_import_defaults_to_host_and_port_like_submit_and_recommend(env, tmp_path):
+    import service.cli
+
+    env.delenv("GPU_ADVISOR_SERVER", raising=False)
+    env.setenv("GPU_ADVISOR_HOST", "10.1.2.3")
+    env.setenv("GPU_ADVISOR_PORT", "9123")
+    calls: list[str] = []
+    env.setattr(service.cli.httpx, "post", _fake_post(calls, 201))
+    raw = tmp_path / "bench.jsonl"
+    raw.write_text("{}\n")
+    answer = CliRunner().invoke(cli, ["import", "llama-bench", str(raw), "--key", "k"])
+    assert answer.exit_code == 0, answer.output
+    assert calls == ["http://10.1.2.3:9123/results"]
+
+
+def test_a_refusal_is_one_line_and_exit_1(env, tmp_path):
+    import service.cli
+
+    calls: list[str] = []
+    env.setattr(service.cli.httpx, "post", _fake_post(calls, 422))
+    raw = tmp_path / "bench.jsonl"
+    raw.write_text("{}\n")
+    args = ["import", "llama-bench", str(raw), "--key", "k", "--server", "http://x:1"]
+    answer = CliRunner().invoke(cli, args)
+    assert answer.exit_code == 1 and calls == ["http://x:1/results"]
+    lines = answer.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("server refused: 422")
+    assert "Traceback" not in answer.output

@@ -19,9 +19,10 @@ def fmt(value: float | None, digits: int = 3) -> str:
 def charts_for(
     rows: list[RankingItem], unit: str, costs: CostQuery, workload: str, reference: str = ""
 ) -> list[str]:
-    """Relative performance, performance per dollar, and cost per million units over the
-    horizon: the top GPUs of each (estimated and measured alike; the table says which). The
-    reference GPU's bar is drawn in red, as the guide marks its reference."""
+    """Relative performance, performance per dollar (units/s per USD, the unit of every
+    answer), and cost per million units over the horizon: the top GPUs of each (estimated and
+    measured alike; the table says which). The reference GPU's bar is drawn in red, as the
+    guide marks its reference."""
 
     def _bar(row: RankingItem, value: float, text: str) -> Bar:
         return Bar(row.name, value, text, href=f"/gpu/{row.gpu}", highlight=row.gpu == reference)
@@ -36,8 +37,7 @@ def charts_for(
         (r for r in rows if r.perf_per_dollar is not None), key=lambda r: -(r.perf_per_dollar or 0)
     )[:TOP]
     dollar_bars = [
-        _bar(r, r.perf_per_dollar or 0, f"{fmt((r.perf_per_dollar or 0) * 1000)} per $1k")
-        for r in per_dollar
+        _bar(r, r.perf_per_dollar or 0, f"{fmt(r.perf_per_dollar)} per USD") for r in per_dollar
     ]
     cheapest = sorted(
         (r for r in rows if r.cost_per_million_units is not None),
@@ -60,7 +60,7 @@ def charts_for(
             + "; ".join(f"{b.label} {b.text}" for b in perf_bars[:5]),
         ),
         bar_chart(
-            f"Performance per dollar, {workload} ({unit} per $1,000 of current price)",
+            f"Performance per dollar, {workload} ({unit} per USD of current price)",
             dollar_bars,
             "Most throughput per dollar first: "
             + "; ".join(f"{b.label} {b.text}" for b in dollar_bars[:5]),

@@ -17,12 +17,13 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from service.api.asks import recommendation_ask
 from service.api.deps import EngineDep, ReadModelDep
-from service.api.recommend import RecommendQuery
 from service.api.web import gpu_page
 from service.api.web.index import charts_for, fmt
 from service.core.errors import InvalidInput
 from service.models import Workload
+from service.schemas.queries import RecommendQuery
 from service.schemas.tco import CostQuery
 
 router = APIRouter(include_in_schema=False)
@@ -75,20 +76,7 @@ async def index(request: Request, read_model: ReadModelDep, engine: EngineDep) -
     unit = ""
     try:
         if query is not None:
-            read = await read_model.recommendations(
-                query.workload,
-                query.precision,
-                query.condition,
-                query.min_memory_gb,
-                query.budget,
-                query.mode,
-                query.framework,
-                query.max_gpus,
-                query.limit,
-                query.settings(),
-                query.max_power_w,
-                query.sort,
-            )
+            read = await read_model.recommendations(recommendation_ask(query))
             items, hint, unit = read.rows, read.hint, read.snapshot.workload.unit
         condition = query.condition if query else raw.get("condition", "any")
         ranked = await read_model.rankings(

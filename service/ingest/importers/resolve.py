@@ -7,23 +7,17 @@ from typing import Any
 from pydantic import ValidationError
 from sqlmodel import Session, select
 
+from service.catalog.lookup import device_names
 from service.domain.matching import map_device, suggest
 from service.ingest.importers.base import Converted, ImportFailed, problem
-from service.models import Gpu, Workload
+from service.models import Workload
 from service.schemas.results import ResultIn
-
-
-def _catalog(session: Session) -> list[tuple[str, list[str], float]]:
-    return [
-        (g.slug, [g.name, *[a for a in g.aliases.split("|") if a]], g.memory_gb)
-        for g in session.exec(select(Gpu)).all()
-    ]
 
 
 def resolve(
     session: Session, rows: list[Converted], importer: str
 ) -> tuple[list[ResultIn], list[dict[str, Any]]]:
-    catalog = _catalog(session)
+    catalog = device_names(session)
     slugs = [slug for slug, _names, _mem in catalog]
     workloads = {w.slug: w for w in session.exec(select(Workload)).all()}
     devices: dict[str, tuple[str | None, str]] = {}

@@ -1,0 +1,78 @@
+"""Asks from query parameters: a recommendation ask (/recommend and the web page) and a
+language-model ask (/memory, /recommend and /rankings).
+
+Not a router (routers never import routers): the routes build their asks here. The model
+is looked up in the shipped catalog (unknown: UnknownSlug -> 404 with suggestions, the model is
+what is asked about); a weight format or context the model or task cannot use is a 422 naming
+the query parameter.
+"""
+
+from typing import Any
+
+from service.catalog import llm
+from service.core.errors import InvalidInput, UnknownSlug
+from service.domain import llm_fit, memory
+from service.read_model.rows import RecommendationAsk
+from service.schemas.queries import RecommendQuery
+
+DEFAULT_CONTEXT = 4096
+
+
+def resolve(
+    model_slug: str, quant_name: str | None, task: str, context: int | None
+) -> tuple[memory.ModelSpec, memory.Quantization, int]:
+    """The model (UnknownSlug -> 404), format (422 naming `quant`) and context a query names."""
+    spec = llm.model(model_slug)
+    context = min(DEFAULT_CONTEXT, spec.max_context) if context is None else context
+    name = quant_name or memory.DEFAULT_QUANT[task]
+    try:
+        quant = llm.quantization(name)
+    except UnknownSlug as exc:
+        raise InvalidInput.one(
+            ("query", "quant"), exc.detail, "unknown_quant", suggestions=exc.suggestions
+        ) from None
+    if context > spec.max_context:
+        raise InvalidInput.one(
+            ("query", "context"),
+            f"{spec.slug} supports at most {spec.max_context} tokens of context",
+            "context_too_long",
+        )
+    return spec, quant, context
+
+
+def ask_for(
+    model_slug: str,
+    task: str,
+    quant_name: str | None,
+    context: int | None,
+    batch: int,
+    **options: Any,
+) -> llm_fit.Ask:
+    """The LLM ask of /recommend and /rankings; a format the task cannot use is a 422."""
+    spec, quant, ctx = resolve(model_slug, quant_name, task, context)
+    ask = llm_fit.Ask(spec, task, quant, ctx, batch, **options)  # type: ignore[arg-type]
+    try:
+        ask.breakdown(1)
+    except ValueError as exc:
+        raise InvalidInput.one(("query", "quant"), str(exc), "quant_for_task") from None
+    return ask
+
+
+def recommendation_ask(q: RecommendQuery) -> RecommendationAsk:
+    """/recommend's query (the API's and the web form's) as the read model's ask."""
+    return RecommendationAsk(
+        workload=q.workload,
+        precision=q.precision,
+        condition=q.condition,
+        allow_stale=q.allow_stale,
+        budget=q.budget,
+        min_memory_gb=q.min_memory_gb,
+        mode=q.mode,
+        framework=q.framework,
+        max_gpus=q.max_gpus,
+        limit=q.limit,
+        costs=q.settings(),
+        max_power_w=q.max_power_w,
+        sort=q.sort,
+        stack=q.stack,
+    )
