@@ -56,7 +56,7 @@ Basis = Literal["measured", "estimated"]
 K = TypeVar("K", bound=Hashable)
 
 NOMINAL_COVERAGE = 0.8
-MIN_NNLS_GPUS = 4  # a free fit of 3 work terms + overhead needs more points than that
+MIN_NNLS_GPUS = 5  # a free fit of 4 work terms + overhead: at least as many GPUs as terms
 MIN_CONFORMAL = 5  # fewer own leave-one-out errors: pool over workloads of the same kind
 SIMILAR_WORKLOADS = 3
 BACKFIT_ROUNDS = 3
@@ -162,13 +162,20 @@ class WorkloadSpec:
 
 @dataclass(frozen=True)
 class Observation:
-    """Median of the accepted single-GPU results of one (GPU, workload), units/s."""
+    """Median of the accepted single-GPU results of one (GPU, workload), units/s.
+
+    `per_gpu_of` > 1: no single-GPU result exists, and the median is the per-GPU share of the
+    smallest multi-GPU system measured (its median / its GPU count). It teaches the model that
+    GPU's (and its architecture's and stack's) efficiency, understated by that system's scaling
+    loss (a few percent for the serving and training systems in the corpus, alike for the GPUs
+    measured that way), but it is never answered as a measured single-GPU value."""
 
     gpu: str
     workload: str
     median: float
     n: int
     mad: float
+    per_gpu_of: int = 1
 
 
 @dataclass(frozen=True)
@@ -366,7 +373,7 @@ class FittedModel:
             return None
         z = _z(self.coverage)
         obs = self.observations.get((gpu, workload))
-        if obs is not None:
+        if obs is not None and obs.per_gpu_of == 1:
             rel = _relative_sigma(obs)
             if rel is None:
                 rel = self.noise.get(workload, DEFAULT_RELATIVE_NOISE)

@@ -252,3 +252,17 @@ def test_borrowing_prefers_the_same_phase_over_nearer_flops() -> None:
     prefill = tm.WorkloadSpec("prefill-a", "fp16", 1e9, False, "prefill")
     new = tm.WorkloadSpec("train-new", "fp16", 1e9, False, "")
     assert [w.slug for w in tm._similar(new, [prefill, train])] == ["train-a", "prefill-a"]
+
+
+def test_a_per_gpu_share_teaches_the_model_but_is_never_answered_as_measured() -> None:
+    gpus, wls, obs = world(8, seed=12)
+    shared = [
+        dataclasses.replace(o, median=o.median * 0.95, per_gpu_of=8) if o.gpu == "g3" else o
+        for o in obs
+    ]
+    model = tm.fit(gpus, wls, shared)
+    for w in WORK:
+        p = model.predict("g3", w)
+        assert p is not None and p.basis == "estimated"
+        share = next(o for o in shared if o.gpu == "g3" and o.workload == w)
+        assert p.low <= share.median * 1.06 and p.high >= share.median * 0.94
