@@ -37,10 +37,12 @@ bridge, which joins two cards (NVIDIA: NVLink "is also available in A100 PCIe co
 with two GPUs", nvidia.com/de-de/data-center/nvlink; A100 40GB PCIe product brief
 PB-10137-001_v03, Sept 2020, "NVLink Bridge Support"; gmasse/gpu-specs @ 578a5d7 lists A100
 PCIe 40/80 GB and H100 PCIe as "PCIe Gen4/Gen5"). A box of three or more such cards all-reduces
-over PCIe, so its profile is `pcie`. Lambda's measured 4- and 8-GPU boxes of bridge cards agree:
-see the README's multi-GPU paragraph for the figures. HGX/OAM platforms and superchip systems
-keep their fabric at any count. (The H200 NVL's optional 4-way bridge is treated as 2-way:
-conservative.)
+over PCIe, so its profile is `pcie`. Lambda's measured boxes agree (shipped corpus, median
+efficiency over pairs): 4 / 8 bridge cards 0.916 / 0.919 (10 / 8 GPUs), PCIe-only cards 0.946 /
+0.930 (5 / 4 GPUs), NVLink-fabric platforms 0.965 / 0.921 (5 / 7 GPUs); A100 PCIe 40GB 0.884 /
+0.851 against A100 SXM4 40GB 0.970 / 0.951. Bridge cards' boxes scale no better than PCIe-only
+ones. HGX/OAM platforms and superchip systems keep their fabric at any count. (The H200 NVL's
+optional 4-way bridge is treated as 2-way: conservative.)
 
 Memory-bound decode (batch-1 LLM inference) is never scaled by data-parallel training profiles:
 one token cannot be split across data-parallel replicas. In parallel mode it is tensor-parallel:

@@ -107,7 +107,8 @@ class Recommendation(BaseModel):
     n: int
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
     scaling_basis: str = Field(
-        description="single | independent | profile:<fw>/<link> | tensor-parallel:<link> | measured"
+        description="single | independent | measured | fitted:<fw>/<link> (profile fitted from "
+        "measured results) | profile:<fw>/<link> (assumed profile) | tensor-parallel:<link>"
     )
     why: str
     stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
