@@ -6,7 +6,8 @@ from sqlmodel import col, select
 from service.api.deps import SessionDep
 from service.api.http_cache import http_cached
 from service.catalog import lookup
-from service.models import ScalingProfile, Workload
+from service.models import Workload
+from service.read_model.profiles import scaling_data
 from service.schemas.catalog import ScalingProfileRead, WorkloadRead
 from service.schemas.common import Page, Problem
 
@@ -27,10 +28,5 @@ def get_workload(slug: str, session: SessionDep) -> WorkloadRead:
 
 @router.get("/scaling-profiles", response_model=Page[ScalingProfileRead])
 def list_scaling_profiles(session: SessionDep) -> Page[ScalingProfileRead]:
-    query = select(ScalingProfile).order_by(
-        col(ScalingProfile.framework),
-        col(ScalingProfile.interconnect),
-        col(ScalingProfile.gpu_count),
-    )
-    rows = session.exec(query).all()
+    rows = scaling_data(session).rows()
     return Page[ScalingProfileRead](items=[ScalingProfileRead.model_validate(p) for p in rows])

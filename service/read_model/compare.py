@@ -1,7 +1,6 @@
 """Rent or buy for one GPU configuration, from a snapshot: the same costing as /recommend."""
 
 from service.core.errors import InvalidInput
-from service.domain.scaling import scaling
 from service.domain.tco import CostSettings
 from service.read_model.costing import costed
 from service.read_model.rows import price_info
@@ -25,8 +24,7 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
         throughput = config.throughput
     else:
         throughput = (
-            cand.estimate.value
-            * scaling(snapshot.profiles, "parallel", "pytorch", cand.interconnect, count).speedup
+            cand.estimate.value * snapshot.scaling("parallel", "pytorch", cand, count).speedup
         )
     offers = [
         CloudOfferOut(

@@ -13,8 +13,9 @@ scaled by FLOPs per token: tokens/s = estimate x flops_per_unit(llm-train) /
 memory.flops_per_token(ask). Time per token proportional to FLOPs is the roofline's own
 assumption; the band is the model's band, scaled alike.
 
-Read straight from the database on each ask (GPUs, current prices, LLM aggregates, scaling
-profiles: four queries); answers are not stored in the answer cache.
+Read straight from the database on each ask (GPUs, current prices, LLM aggregates: three
+queries; scaling profiles from read_model/profiles.py, cached per data version); answers are
+not stored in the answer cache.
 """
 
 import math
@@ -38,9 +39,10 @@ from service.domain.prices import PriceObservation, current_price
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.tco import PlatformCost, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
-from service.models import Aggregate, Gpu, Price, ScalingProfile, Workload
+from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.estimates import estimates_for
 from service.read_model.ownership import platform_costs
+from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
@@ -60,6 +62,7 @@ class GpuRow:
     rates: PeakRates
     price: PriceObservation | None
     unit_gpus: int = 1  # > 1: sold as a whole platform, whose price includes the box
+    sold_as: str = "card"
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,9 @@ class TrainReference:
 class LlmData:
     gpus: list[GpuRow]
     measured: list[Measured]
-    profiles: dict[ProfileKey, float] = field(default_factory=dict)
+    profiles: dict[ProfileKey, float] = field(default_factory=dict)  # assumed
     train_reference: TrainReference | None = None
+    fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
     platforms: dict[int, PlatformCost] = field(default_factory=dict)
 
 
@@ -136,6 +140,7 @@ def load(
                 g.status == "in_production",
             ),
             g.unit_gpus or 1,
+            g.sold_as,
         )
         for g in gpus
     ]
@@ -162,12 +167,16 @@ def load(
                 Measurement(agg.median, agg.n, agg.mad),
             )
         )
-    profiles = {
-        (p.framework, p.interconnect, p.gpu_count): p.efficiency
-        for p in session.exec(select(ScalingProfile)).all()
-    }
+    profiles = scaling_data(session)
     reference = _train_reference(session, train_precision) if train_precision else None
-    return LlmData(rows, measured, profiles, reference, platform_costs(session))
+    return LlmData(
+        rows,
+        measured,
+        profiles.assumed,
+        reference,
+        profiles.fitted_efficiency,
+        platform_costs(session),
+    )
 
 
 # ---------------------------------------------------------------- throughput
@@ -330,7 +339,15 @@ def _estimate(
         reference = (eff.value * roof, eff.log_band, eff.log_band, eff.n)
     one, log_low, log_high, n = reference
     if ask.phase == "train":
-        s = scaling(data.profiles, "parallel", framework, gpu.interconnect, count)
+        s = scaling(
+            data.profiles,
+            "parallel",
+            framework,
+            gpu.interconnect,
+            count,
+            fitted=data.fitted,
+            sold_as=gpu.sold_as,
+        )
         speedup, basis = s.speedup, s.basis
     else:
         speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)

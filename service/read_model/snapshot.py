@@ -2,9 +2,11 @@
 
 A Snapshot is everything /rankings and /recommend need for one (workload, precision,
 price condition): every GPU's single-GPU estimate and current price, measured multi-GPU
-medians and the scaling profiles. It is built from aggregates (never from raw results), so its
-cost does not grow with the number of results, and it is cached per process: a write through
-this process invalidates it at once, writes through other processes within `cache_ttl_s`.
+medians and the scaling profiles (assumed, and fitted from measured multi-GPU aggregates:
+read_model/profiles.py, computed once per data version). It is built from aggregates (never
+from raw results), so its cost does not grow with the number of results, and it is cached per
+process: a write through this process invalidates it at once, writes through other processes
+within `cache_ttl_s`.
 """
 
 import logging
@@ -18,11 +20,12 @@ from service.domain import estimate as est
 from service.domain.availability import Availability
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configurations
-from service.domain.scaling import ProfileKey, scaling
+from service.domain.scaling import ProfileKey, Scaling, scaling
 from service.domain.vocabulary import ConditionChoice, Mode
-from service.models import Aggregate, Gpu, Price, ScalingProfile, Workload
+from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.estimates import estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
+from service.read_model.profiles import scaling_data
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ class Snapshot:
     precision: str
     candidates: list[Candidate]
     measured_multi: dict[tuple[str, int], est.Measurement]
-    profiles: dict[ProfileKey, float]
+    profiles: dict[ProfileKey, float]  # assumed
     reference: Candidate | None
     today: date = field(default_factory=utc_today)
     max_price_age_days: int = 180
@@ -55,6 +58,7 @@ class Snapshot:
     # GPUs with a price only in the condition not asked for (new vs used): for the hint that
     # says which data is missing when nothing is priced in the asked condition.
     priced_otherwise: frozenset[str] = frozenset()
+    fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
 
     @property
@@ -71,6 +75,19 @@ class Snapshot:
             return None
         return throughput / self.reference.estimate.value
 
+    def scaling(self, mode: Mode, framework: str, cand: Candidate, count: int) -> Scaling:
+        """Speedup of `count` x `cand` from the profiles (fitted, else assumed)."""
+        return scaling(
+            self.profiles,
+            mode,
+            framework,
+            cand.interconnect,
+            count,
+            decode=self.decode,
+            fitted=self.fitted,
+            sold_as=cand.availability.sold_as,
+        )
+
     def ranked_configurations(
         self, mode: Mode, framework: str, max_gpus: int
     ) -> list[Configuration]:
@@ -80,9 +97,7 @@ class Snapshot:
             self._ranked[key] = configurations(
                 self.candidates,
                 max_gpus,
-                lambda c, n: scaling(
-                    self.profiles, mode, framework, c.interconnect, n, decode=self.decode
-                ),
+                lambda c, n: self.scaling(mode, framework, c, n),
                 self.measured_multi,
                 use_measured_multi=(mode == "parallel"),
             )
@@ -154,17 +169,14 @@ def build_snapshot(
                 shown,
             )
         )
-    profiles = {
-        (p.framework, p.interconnect, p.gpu_count): p.efficiency
-        for p in session.exec(select(ScalingProfile)).all()
-    }
+    profiles = scaling_data(session)
     by_slug = {c.slug: c for c in candidates}
     return Snapshot(
         workload,
         precision,
         candidates,
         measured_multi,
-        profiles,
+        profiles.assumed,
         by_slug.get(reference_slug),
         today,
         max_price_age_days,
@@ -172,4 +184,5 @@ def build_snapshot(
         allow_stale,
         ownership=load_ownership(session, today, max_price_age_days),
         priced_otherwise=frozenset(priced_otherwise),
+        fitted=profiles.fitted_efficiency,
     )

@@ -162,12 +162,19 @@ class WorkloadRead(WorkloadCreate):
 
 
 class ScalingProfileRead(BaseModel):
+    """Multi-GPU efficiency (speedup / count). A `fitted` row (pooled from measured multi-GPU
+    results) wins over the `assumed` row of the same framework, interconnect and count."""
+
     model_config = ConfigDict(from_attributes=True)
 
     framework: str
     interconnect: str
     gpu_count: int
     efficiency: float
+    basis: str = Field(description="fitted (from measured results) | assumed (the guide's)")
+    n: int = Field(description="Measured results behind the row (0 when assumed).")
+    pairs: int = Field(description="(GPU, workload, precision) scalings pooled (fitted rows).")
+    gpus: int = Field(description="Distinct GPUs among those pairs (fitted rows).")
     source: str
 
 

@@ -108,7 +108,8 @@ class Recommendation(AnswerRow):
     tdp_w: float | None = Field(description="All GPUs together.")
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
     scaling_basis: str = Field(
-        description="single | independent | profile:<fw>/<link> | tensor-parallel:<link> | measured"
+        description="single | independent | measured | fitted:<fw>/<link> (profile fitted from "
+        "measured results) | profile:<fw>/<link> (assumed profile) | tensor-parallel:<link>"
     )
     why: str
 

@@ -32,6 +32,13 @@ def test_fresh_seed_meets_issue_11_targets_and_is_idempotent(db, client):
     ranking = client.get("/rankings", params={"workload": "resnet50-train"}).json()
     measured = [i for i in ranking["items"] if i["basis"] == "measured"]
     assert len(measured) >= 10
+    # Lambda's 2-, 4- and 8-GPU boxes give fitted PyTorch profiles for both links (basis, n).
+    profiles = client.get("/scaling-profiles").json()["items"]
+    fitted = {(p["interconnect"], p["gpu_count"]): p for p in profiles if p["basis"] == "fitted"}
+    for key in [(link, count) for link in ("pcie", "nvlink") for count in (2, 4, 8)]:
+        row = fitted[key]
+        assert row["framework"] == "pytorch" and row["gpus"] >= 2 and row["n"] > row["pairs"]
+        assert 0.5 < row["efficiency"] <= 1.0
     with Session(db) as s:
         total = len(s.exec(select(Result.id)).all())
         names = {k.name for k in s.exec(select(ApiKey))}
