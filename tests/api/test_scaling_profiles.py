@@ -81,6 +81,7 @@ def test_recommend_uses_measured_then_fitted_then_assumed(client, keys):
         "max_gpus": 4,
         "limit": 50,
         "min_memory_gb": 24,
+        "platform_usd": 0,  # the budget buys GPUs only: this test is about scaling
     }
     recs = client.get("/recommend", params=params).json()["recommendations"]
     measured = _pick(recs, "nvidia-rtx-4090", 4)
