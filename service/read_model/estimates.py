@@ -114,8 +114,14 @@ def load_inputs(session: Session) -> ModelInputs:
     # One observation per (GPU, workload, precision): the single-GPU median, else the per-GPU
     # share of the smallest multi-GPU system measured (Observation.per_gpu_of; MLPerf submits
     # 8-GPU systems only, and their results should still teach the model a stack's efficiency).
+    # Only for workloads without a phase (training, throughput serving: N GPUs each doing a
+    # share of the work); a prefill or decode test over N GPUs splits one model's layers and
+    # its per-GPU share says nothing about one GPU.
     chosen: dict[tuple[int, int, str], Aggregate] = {}
     for agg in session.exec(select(Aggregate).where(Aggregate.n > 0)).all():
+        w = workloads.get(agg.workload_id)
+        if agg.gpu_count > 1 and (w is None or w.phase):
+            continue
         key3 = (agg.gpu_id, agg.workload_id, agg.precision)
         held = chosen.get(key3)
         if held is None or agg.gpu_count < held.gpu_count:
