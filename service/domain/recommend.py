@@ -181,9 +181,14 @@ def why(
         scaling = f", {config.speedup:.2f}x one GPU as measured"
     elif config.scaling_basis == "independent":
         scaling = f" running {config.count} independent experiments"
-    elif config.count > 1:
+    elif config.scaling_basis.startswith("fitted:"):
+        fw_link = config.scaling_basis.removeprefix("fitted:")
+        scaling = f", {config.speedup:.2f}x one GPU ({fw_link} scaling fitted to measured results)"
+    elif config.scaling_basis.startswith("profile:"):
         fw_link = config.scaling_basis.removeprefix("profile:")
-        scaling = f", {config.speedup:.2f}x one GPU ({fw_link} scaling profile)"
+        scaling = f", {config.speedup:.2f}x one GPU ({fw_link} scaling profile, assumed)"
+    elif config.count > 1:
+        scaling = f", {config.speedup:.2f}x one GPU ({config.scaling_basis})"
     else:
         scaling = ""
     source = _basis_phrase(config, unit)
