@@ -21,7 +21,7 @@ not stored in the answer cache.
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -480,14 +480,7 @@ def recommendation_rows(
     limit: int,
 ) -> tuple[list[Recommendation], str | None]:
     fitting = options(ask, data, max_gpus, framework, priced_only=True)
-    affordable = [
-        o
-        for o in fitting
-        if o.gpu.price is not None
-        and o.gpu.price.usd * o.count + platform_extra(o, data) <= budget
-        and (min_tokens_per_s is None or o.throughput >= min_tokens_per_s)
-    ]
-    chosen = ranked(affordable)[:limit]
+    chosen = ranked(_affordable(fitting, data, budget, min_tokens_per_s))[:limit]
     rows = []
     for rank, o in enumerate(chosen, 1):
         price = _price_info(o.gpu)
@@ -507,7 +500,64 @@ def recommendation_rows(
                 **_row_fields(o),
             )
         )
-    return rows, None if rows else hint(ask, fitting, budget, max_gpus, min_tokens_per_s, data)
+    if rows:
+        return rows, None
+    return rows, hint(ask, fitting, budget, max_gpus, min_tokens_per_s, data) + smaller_quant(
+        ask, data, budget, max_gpus, framework, min_tokens_per_s
+    )
+
+
+def _cost(o: LlmOption, data: LlmData) -> float:
+    """What `o` costs within a budget: its cards plus the box several of them need."""
+    return (o.gpu.price.usd * o.count if o.gpu.price else 0.0) + platform_extra(o, data)
+
+
+def _affordable(
+    fitting: list[LlmOption], data: LlmData, budget: float, min_tokens_per_s: float | None
+) -> list[LlmOption]:
+    return [
+        o
+        for o in fitting
+        if o.gpu.price is not None
+        and _cost(o, data) <= budget
+        and (min_tokens_per_s is None or o.throughput >= min_tokens_per_s)
+    ]
+
+
+#: Weight formats an empty inference answer offers instead, best quality first: the llama.cpp
+#: formats consumer cards run, down to Q4_K_M (the usual floor before quality drops visibly).
+SMALLER_QUANTS = ("q8_0", "q6_k", "q5_k_m", "q4_k_m")
+
+
+def smaller_quant(
+    ask: llm_fit.Ask,
+    data: LlmData,
+    budget: float,
+    max_gpus: int,
+    framework: str,
+    min_tokens_per_s: float | None,
+) -> str:
+    """'; with quant=...' naming the best-quality smaller format that something within the
+    budget runs, and its top pick; '' for training asks or when none does. Someone asking for
+    a 70B model at $3,000 without naming a format gets bf16 (143 GB) and should learn that
+    Q4_K_M on two 24 GB cards is within reach."""
+    if ask.task != "inference":
+        return ""
+    for name in SMALLER_QUANTS:
+        quant = llm.quantization(name)
+        if quant.bits_per_weight >= ask.quant.bits_per_weight:
+            continue
+        smaller = replace(ask, quant=quant)
+        fits = options(smaller, data, max_gpus, framework, priced_only=True)
+        found = ranked(_affordable(fits, data, budget, min_tokens_per_s))
+        if found:
+            best = found[0]
+            return (
+                f"; with quant={quant.name} ({smaller.breakdown(1).total_gb:.1f} GB on one GPU) "
+                f"{best.count} x {best.gpu.slug} is within ${budget:,.0f} at "
+                f"${_cost(best, data):,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis})"
+            )
+    return ""
 
 
 def hint(
@@ -534,10 +584,7 @@ def hint(
             f"{best.count} x {best.gpu.slug} at ~{_fmt(best.throughput)} {UNIT}"
         )
 
-    def cost(o: LlmOption) -> float:
-        return (o.gpu.price.usd * o.count if o.gpu.price else 0.0) + platform_extra(o, data)
-
-    cheapest = min(fast, key=lambda o: (cost(o), o.gpu.slug))
+    cheapest = min(fast, key=lambda o: (_cost(o, data), o.gpu.slug))
     assert cheapest.gpu.price is not None
     extra = platform_extra(cheapest, data)
     box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra > 0 else ""

@@ -1,5 +1,7 @@
 """/models, /memory and the LLM asks of /recommend and /rankings, on the test database."""
 
+import re
+
 import pytest
 from typer.testing import CliRunner
 
@@ -134,6 +136,21 @@ def test_recommend_explains_when_nothing_fits(client):
         "/recommend", params={"budget": 3000, "model": "llama-3.1-8b", "min_tokens_per_s": 1e8}
     ).json()
     assert slow["recommendations"] == [] and "reaches" in slow["hint"]
+
+
+def test_an_empty_inference_answer_names_a_smaller_format_that_fits_and_its_pick(client):
+    ask = {"budget": 2500, "model": "llama-3.1-70b"}
+    default = client.get("/recommend", params=ask).json()
+    assert default["recommendations"] == [] and default["quant"] == "bf16"
+    found = re.search(r"with quant=(\S+) \(.*\) (\d+) x (\S+) is within \$2,500", default["hint"])
+    assert found, default["hint"]
+    quant, count, gpu = found.group(1), int(found.group(2)), found.group(3)
+    assert quant != "q8_0"  # 70B at 8.5 bits is ~75 GB: no two 24 GB cards hold it
+    smaller = client.get("/recommend", params={**ask, "quant": quant}).json()
+    top = smaller["recommendations"][0]
+    assert (top["gpu"], top["count"]) == (gpu, count)
+    training = client.get("/recommend", params={**ask, "task": "lora"}).json()
+    assert training["recommendations"] == [] and "with quant=" not in training["hint"]
 
 
 def test_recommend_unknown_model_suggests(client):
