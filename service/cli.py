@@ -19,7 +19,7 @@ from service.catalog.seed import seed as seed_catalog
 from service.core import migrations
 from service.core.db import is_sqlite, make_engine
 from service.core.observability import configure_logging
-from service.core.server import GuardedH11Protocol
+from service.core.server import GuardedHttpToolsProtocol
 from service.core.settings import get_settings
 from service.domain.vocabulary import ROLES, Role
 from service.models import ApiKey
@@ -90,10 +90,9 @@ def serve(
         log_config=None,  # keep the JSON handler configured above
         access_log=False,  # one JSON access line per request comes from the app itself
         timeout_graceful_shutdown=20,
-        # Limits (README "Operations"): h11 bounds the request head (431) and times out slow
-        # heads; httptools, uvicorn's default when installed, bounds neither.
-        http=GuardedH11Protocol,
-        h11_max_incomplete_event_size=settings.max_header_bytes,
+        # Limits (README "Operations"): httptools with a bound on the request head (431) and
+        # a timeout for slow heads (service/core/server.py); plain httptools has neither.
+        http=GuardedHttpToolsProtocol,
         timeout_keep_alive=settings.keep_alive_s,
         limit_concurrency=settings.max_connections,
     )

@@ -29,7 +29,7 @@ class Settings(BaseSettings):
     max_header_bytes: int = Field(
         64 * 1024,
         ge=4096,
-        description="Request line + headers larger than this get 431 (uvicorn h11 buffer).",
+        description="Request line + headers larger than this get 431 (service/core/server.py).",
     )
     header_timeout_s: float = Field(
         10.0,

@@ -3,6 +3,7 @@ time and stopping by itself: oversize heads get 431, slow heads and slow bodies 
 40 parallel writes on SQLite all succeed, and while slow clients hold connections other
 clients are answered quickly and the server's memory stays bounded."""
 
+import contextlib
 import socket
 import threading
 import time
@@ -98,6 +99,35 @@ def test_an_oversize_request_head_is_431_and_quick(served):
     assert answer.startswith(b"HTTP/1.1 431"), answer[:80]
     assert time.monotonic() - started < 2
     assert httpx.get(f"{base}/healthz").status_code == 200
+
+
+def test_a_head_that_never_ends_is_431_once_it_passes_the_limit(served):
+    """A header dribbled in small pieces and never finished: refused when the bytes pass the
+    limit (16 KiB here), long before the header timeout, not buffered without end."""
+    base, _ = served
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", _port(base)), timeout=5) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        answer = b""
+        try:
+            for _ in range(64):  # 64 x 1 KiB: four times the limit
+                sock.sendall(b"a" * 1024)
+                time.sleep(0.005)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        with contextlib.suppress(ConnectionResetError):
+            answer = sock.recv(1024)
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:80]
+    assert time.monotonic() - started < 1.5  # the header timeout here is 2 s
+
+
+def test_pipelined_requests_and_a_head_just_under_the_limit_are_answered(served):
+    base, _ = served
+    big = b"X-Fill: " + b"a" * 15_000 + b"\r\n"  # one head under 16 KiB, twice in one read
+    one = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + big + b"\r\n"
+    last = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    answer = _raw(_port(base), one + one + last)
+    assert answer.count(b"HTTP/1.1 200") == 3, answer[:200]
 
 
 def test_a_slow_request_head_is_closed_after_the_header_timeout(served):
