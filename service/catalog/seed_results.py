@@ -86,6 +86,15 @@ def _item(row: CorpusRow) -> ResultIn:
     )
 
 
+def _references_first(entry: tuple[ResultIn, dict[str, Any]]) -> tuple[bool, bool]:
+    """Single-GPU rows before multi-GPU rows, FP32 before reduced precision (a stable sort):
+    the gate's peers step judges a multi-GPU row by the same GPU's single-GPU median and a
+    reduced-precision row by its FP32 median, stored or in the same batch, so a source's
+    references must not arrive in a later batch than the rows they judge."""
+    item = entry[0]
+    return item.gpu_count != 1, item.precision != "fp32"
+
+
 def seed_results(session: Session, rows: list[CorpusRow] | None = None) -> ResultSeedReport:
     """Store corpus rows not stored yet, in the caller's transaction."""
     report = ResultSeedReport()
@@ -136,6 +145,7 @@ def seed_results(session: Session, rows: list[CorpusRow] | None = None) -> Resul
         pending.setdefault(row.source_key, []).append((item, extra))
     for source_key, entries in pending.items():
         submitter = _submitter(session, source_key, keys)
+        entries.sort(key=_references_first)
         for start in range(0, len(entries), MAX_BATCH):
             chunk = entries[start : start + MAX_BATCH]
             outcomes = store_results(

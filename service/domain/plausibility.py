@@ -76,8 +76,19 @@ def exceeds_peak(
 PEER_FACTOR = 2.0
 SUPERLINEAR_FACTOR = 1.2  # per-GPU throughput on N GPUs vs the same GPU's single-GPU median
 
+# A run at a reduced precision (fp16, bf16, fp8, a weight format) can always fall back to FP32
+# math (peak_tflops counts the FP32 units for every precision), and mixed precision adds casts,
+# not a second pass, so it never halves a step's speed against the same GPU's FP32 run (same
+# workload and GPU count). Of the 1,841 reduced-precision rows in Lambda's tables with an FP32
+# median to compare with, 9 are below half of it: the RTX A4000 WaveGlow fp16 column (0.10-0.12,
+# 1 to 16 GPUs), two 8-GPU RTX 2080 Ti BERT-large cells (0.30, out-of-memory runs), a laptop RTX
+# 3080 Max-Q WaveGlow cell (0.39) and one 4x H100 Tacotron 2 cell (0.46, where eleven other 4x
+# H100 systems measured 254k-337k); the next is 0.52. Such a value is a failed run, not a card.
+REDUCED_PRECISION_FLOOR = 0.5
+
 IMPLAUSIBLE_VS_PEERS = "implausible_vs_peers"
 SUPERLINEAR_SCALING = "superlinear_scaling"
+SLOWER_THAN_FP32 = "slower_than_fp32"
 
 
 class Efficiency(NamedTuple):
@@ -113,6 +124,14 @@ def best_efficiency(peers: list[Efficiency]) -> Efficiency | None:
     if not peers:
         return None
     return Efficiency(max(p.compute for p in peers), max(p.bandwidth for p in peers))
+
+
+def slower_than_fp32(value: float, precision: str, fp32_median: float | None) -> bool:
+    """True when a reduced-precision run gives less than REDUCED_PRECISION_FLOOR of the same
+    GPU's FP32 median on the same workload and GPU count."""
+    if precision == "fp32" or fp32_median is None or fp32_median <= 0:
+        return False
+    return value < REDUCED_PRECISION_FLOOR * fp32_median
 
 
 def superlinear(value: float, gpu_count: int, single_gpu_median: float | None) -> bool:

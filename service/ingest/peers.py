@@ -1,10 +1,12 @@
 """The peers step of the gate: a result is judged against what other GPUs measured.
 
-Runs after physics and before statistics. Two checks, both from service.domain.plausibility:
+Runs after physics and before statistics. Three checks, all from service.domain.plausibility:
 
 - implausible_vs_peers: per-GPU efficiency far beyond the best other GPU's on the same
   workload and precision (even when the result starts a group of one);
-- superlinear_scaling: N GPUs claiming clearly more than N times the same GPU's 1-GPU median.
+- superlinear_scaling: N GPUs claiming clearly more than N times the same GPU's 1-GPU median;
+- slower_than_fp32: a reduced-precision run below half the same GPU's FP32 median on the same
+  workload and GPU count (a failed run: Lambda's RTX A4000 WaveGlow fp16 column).
 
 References are the stored accepted medians (read by the gate with the group aggregates, in the
 same statement: known.py) plus the batch's own rows that passed physics (median per group), so
@@ -25,12 +27,14 @@ from statistics import median
 
 from service.domain.plausibility import (
     IMPLAUSIBLE_VS_PEERS,
+    SLOWER_THAN_FP32,
     SUPERLINEAR_SCALING,
     Efficiency,
     PeakRates,
     efficiency_at,
     implausible_vs_peers,
     peak_tflops,
+    slower_than_fp32,
     superlinear,
 )
 from service.ingest.rows import GroupKey, NewRow
@@ -139,6 +143,9 @@ def check_peers(
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
         if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
             row.status, row.reason = "outlier", SUPERLINEAR_SCALING
+            continue
+        if slower_than_fp32(row.value, prec, medians.get((gid, wid, "fp32", count))):
+            row.status, row.reason = "outlier", SLOWER_THAN_FP32
             continue
         mine = eff(gid, row.value, count, prec)
         pair = leaders.get((wid, prec))

@@ -59,6 +59,22 @@ def test_superlinear_multi_gpu_row_is_an_outlier(db):
     assert reasons["superlinear_scaling"] >= 1
 
 
+def test_the_failed_a4000_waveglow_fp16_column_is_an_outlier_where_fp32_judges_it(db):
+    seed(db)
+    with Session(db) as s:
+        a4000 = s.exec(select(Gpu).where(Gpu.slug == "nvidia-rtx-a4000")).one()
+        waveglow = s.exec(select(Workload).where(Workload.slug == "waveglow-train")).one()
+        rows = s.exec(
+            select(Result).where(Result.gpu_id == a4000.id, Result.workload_id == waveglow.id)
+        ).all()
+    judged = {r.gpu_count for r in rows if r.precision == "fp32" and r.status == "accepted"}
+    fp16 = {r.gpu_count: (r.status, r.reason) for r in rows if r.precision == "fp16"}
+    assert judged == {1, 2, 4, 8}  # the 16-GPU fp32 cell is superlinear: no reference there
+    for count in judged:
+        assert fp16[count] == ("outlier", "slower_than_fp32")
+    assert fp16[16] == ("accepted", None)
+
+
 def test_reseed_keeps_an_admin_verdict(db):
     seed(db)
     with Session(db) as s:

@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 
 from service.domain.plausibility import (
     IMPLAUSIBLE_VS_PEERS,
+    SLOWER_THAN_FP32,
     SUPERLINEAR_SCALING,
     PeakRates,
     best_efficiency,
     efficiency,
     implausible_vs_peers,
+    slower_than_fp32,
     superlinear,
 )
 from service.ingest.peers import GpuSpec, check_peers
@@ -57,6 +59,9 @@ def reference(rows, stored, specs, memory_bound):
         gid, wid, prec, count = row.group
         if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
             verdicts[i] = SUPERLINEAR_SCALING
+            continue
+        if slower_than_fp32(row.value, prec, medians.get((gid, wid, "fp32", count))):
+            verdicts[i] = SLOWER_THAN_FP32
             continue
         mine = eff(gid, row.value, count, prec)
         peers = [e for other, es in per_gpu[(wid, prec)].items() if other != gid for e in es]
@@ -126,3 +131,17 @@ def test_a_group_of_one_far_beyond_every_other_gpu_is_flagged_and_a_peer_is_not(
     check_peers([inflated, ordinary], stored, specs, {1: False})
     assert (inflated.status, inflated.reason) == ("outlier", IMPLAUSIBLE_VS_PEERS)
     assert (ordinary.status, ordinary.reason) == ("accepted", None)
+
+
+def test_a_reduced_precision_run_below_half_its_fp32_run_is_a_failed_run():
+    """Lambda's RTX A4000 WaveGlow: fp32 24,262, fp16 3,029 samples/s on one GPU."""
+    rates = PeakRates(fp32=19.2, fp16_tensor=76.7)
+    specs = {1: GpuSpec(rates, 448.0)}
+    fp32 = new_row((1, 1, "fp32", 1), 24262.0, "accepted")
+    failed = new_row((1, 1, "fp16", 1), 3029.0, "accepted")
+    other_count = new_row((1, 1, "fp16", 2), 5730.0, "accepted")  # no 2-GPU fp32 run to judge by
+    half = new_row((1, 2, "fp16", 1), 0.6 * 24262.0, "accepted")
+    stored = {(1, 2, "fp32", 1): 24262.0}
+    check_peers([fp32, failed, other_count, half], stored, specs, {1: False, 2: False})
+    assert (failed.status, failed.reason) == ("outlier", SLOWER_THAN_FP32)
+    assert (fp32.status, other_count.status, half.status) == ("accepted",) * 3
