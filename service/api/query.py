@@ -1,59 +1,91 @@
-"""Unknown query parameters are a 422 naming them, on every GET route of the API.
+"""Unknown or repeated query parameters are a 422 naming them, on every GET route of the API.
 
 FastAPI ignores query parameters a route does not declare, so a typo (`vram=24` for
 `min_memory_gb=24`) would silently answer as if it were absent. One app-level dependency
 compares the request's parameter names with those the matched route declares (a query model's
 fields count by name or alias; sub-dependencies too) and rejects the rest. The allowed names
 are computed once per route. HTML pages, outside the API schema, are left to show their own
-form errors. Repeats served by the answer cache never get here, and never need to: only
-answers to valid requests are stored.
+form errors. A parameter that takes one value, given twice (`/compare?gpu=a&gpu=b`), is a 422
+too: FastAPI keeps the last and silently drops the others. Repeats served by the answer cache
+never get here, and never need to: only answers to valid requests are stored.
 """
 
-from typing import Any
+from collections import Counter
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from fastapi import Request
 from pydantic import BaseModel
 
 from service.core.errors import InvalidInput
 
-_allowed: dict[int, frozenset[str]] = {}
+# per route: (names it takes, names that take several values)
+_allowed: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 
 
-def _declared(dependant: Any) -> set[str]:
-    """Query parameter names a route (or dependency) and its sub-dependencies declare."""
-    names: set[str] = set()
+def _is_sequence(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    if origin in (Union, UnionType):
+        return any(_is_sequence(arg) for arg in get_args(annotation))
+    return False
+
+
+def _declared(dependant: Any) -> dict[str, bool]:
+    """Query parameter names a route (or dependency) and its sub-dependencies declare, each
+    with whether it takes several values."""
+    names: dict[str, bool] = {}
     for field in dependant.query_params:
         annotation = getattr(field.field_info, "annotation", None)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             for name, info in annotation.model_fields.items():
-                names.add(info.alias or name)
+                names[info.alias or name] = _is_sequence(info.annotation)
         else:
-            names.add(field.alias)
+            names[field.alias] = _is_sequence(annotation)
     for sub in dependant.dependencies:
         names |= _declared(sub)
     return names
 
 
+def _names(route: Any) -> tuple[frozenset[str], frozenset[str]]:
+    found = _allowed.get(id(route))
+    if found is None:
+        declared = _declared(route.dependant)
+        found = _allowed[id(route)] = (
+            frozenset(declared),
+            frozenset(name for name, many in declared.items() if many),
+        )
+    return found
+
+
 async def reject_unknown_query(request: Request) -> None:
-    """422 listing each query parameter the route does not take (GET only)."""
+    """422 listing each query parameter the route does not take, and each one-value parameter
+    given more than once (GET only)."""
     if request.method != "GET" or not request.scope.get("query_string"):
         return
     route = request.scope.get("route")
     if route is None or not hasattr(route, "dependant") or not route.include_in_schema:
         return  # HTML pages (not in the API schema) read their form fields and show errors
-    allowed = _allowed.get(id(route))
-    if allowed is None:
-        allowed = _allowed[id(route)] = frozenset(_declared(route.dependant))
-    unknown = [name for name in dict.fromkeys(request.query_params.keys()) if name not in allowed]
-    if unknown:
-        raise InvalidInput(
-            [
-                {
-                    "loc": ["query", name],
-                    "msg": f"unknown query parameter {name!r}; this route takes: "
-                    + (", ".join(sorted(allowed)) or "none"),
-                    "type": "unknown_parameter",
-                }
-                for name in unknown
-            ]
-        )
+    allowed, repeatable = _names(route)
+    given = Counter(name for name, _ in request.query_params.multi_items())
+    errors = [
+        {
+            "loc": ["query", name],
+            "msg": f"unknown query parameter {name!r}; this route takes: "
+            + (", ".join(sorted(allowed)) or "none"),
+            "type": "unknown_parameter",
+        }
+        for name in given
+        if name not in allowed
+    ] + [
+        {
+            "loc": ["query", name],
+            "msg": f"{name!r} takes one value and was given {times} times",
+            "type": "repeated_parameter",
+        }
+        for name, times in given.items()
+        if times > 1 and name in allowed and name not in repeatable
+    ]
+    if errors:
+        raise InvalidInput(errors)
