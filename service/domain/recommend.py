@@ -147,7 +147,7 @@ def _basis_phrase(config: Configuration, unit: str) -> str:
     band = f"{config.candidate.estimate.band:.0%} band"
     if model in ("nnls", "fit"):
         return f"estimated by a model fitted on {config.n} measured GPUs, {likely} ({band})"
-    if model in ("shape-scaled", "shape-tilted", "spec-ratio"):
+    if model in ("shape-scaled", "spec-ratio"):
         return f"estimated from specs relative to {config.n} measured GPU(s), {likely} ({band})"
     if model == "borrowed":
         return f"estimated from similar measured workloads, none on this one, {likely} ({band})"

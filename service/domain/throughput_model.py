@@ -18,13 +18,8 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   which equal log errors to first order; the pass with the lowest sum of squared log errors is
   kept. Gauss-Newton on log t would need a bounded step; IRLS keeps every pass a plain NNLS.
   With few measured GPUs a workload borrows the shape (work split) of the most similar measured
-  workloads and fits only a scale (``shape-scaled``), or that shape plus extra tensor-unit work,
-  two non-negative terms (``shape-tilted``, 3+ GPUs: the nearest workloads by FLOPs per unit
-  can be of another kind of network; GPT-2 training borrowed ResNet-50's memory-heavy split and
-  put an RTX 3090 at 0.86 of an RTX 4090, where Lambda's transformer rows measure 0.53); with
-  enough GPUs the free fit is tried too. The candidate with the lowest leave-one-out log error
-  is kept (a choice made by the data: cold-GPU median p90 over the shipped corpus 36.1% -> 31.6%
-  with the tilted candidate, median MdAPE 11.9% -> 11.5%).
+  workloads and fits only a scale; with enough GPUs both that and the free fit are tried and the
+  one with the lower leave-one-out log error is kept (a choice made by the data).
 - Efficiency. ``log e_g = stack + arch + gpu``: each GPU's residuals over every workload where it
   is measured, partially pooled (empirical Bayes, one-way random effects per level, method of
   moments for the prior variance): a group's mean is shrunk towards its parent by
@@ -191,7 +186,7 @@ class Prediction:
     low: float
     high: float
     basis: Basis
-    model: str  # measured | nnls | shape-scaled | shape-tilted | borrowed
+    model: str  # measured | nnls | shape-scaled | borrowed
     n: int  # results behind a measured value; measured GPUs behind an estimate
     band: float = NOMINAL_COVERAGE
 
@@ -203,7 +198,7 @@ class WorkloadFit:
     # amortised over a batch that scales with memory size (see GpuSpec.rates)
     work: tuple[float, float, float, float]
     overhead_s: float
-    method: str  # nnls | shape-scaled | shape-tilted | borrowed
+    method: str  # nnls | shape-scaled | borrowed
     n_gpus: int
     half_width: float  # band half-width in log space
     loo_log_errors: tuple[float, ...]
@@ -538,11 +533,6 @@ def _fit_one(
     base = design @ shape
     if not (base > 0).all():
         return None
-    if method == "shape-tilted":
-        tensor = np.zeros_like(shape)
-        tensor[0] = 1.0
-        ab = fit_work_log(np.column_stack([base, design @ tensor]), times)
-        return ab[0] * shape + ab[1] * tensor
     return shape * math.exp(float(np.mean(np.log(times / base))))
 
 
@@ -642,8 +632,6 @@ def _fit_workloads(
         if shape is None and len(rows) < MIN_NNLS_GPUS:
             shape = prior_shape(wl)
         methods = ["shape-scaled"] if shape is not None else []
-        if shape is not None and len(rows) >= 3:
-            methods.append("shape-tilted")
         if len(rows) >= MIN_NNLS_GPUS or shape is None:
             methods.append("nnls")
         best: tuple[float, str, np.ndarray, tuple[float, ...]] | None = None

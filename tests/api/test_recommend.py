@@ -104,7 +104,7 @@ def test_measured_results_become_the_estimate_and_anchor_the_rest(client, keys):
     assert items["nvidia-rtx-3090"]["relative_performance"] == pytest.approx(810 / 1500)
     h100 = items["nvidia-h100-sxm"]
     assert (h100["basis"], h100["n"], h100["band"]) == ("estimated", 3, 0.8)
-    assert h100["model"] in ("nnls", "shape-scaled", "shape-tilted")
+    assert h100["model"] in ("nnls", "shape-scaled")
     assert h100["throughput_low"] < h100["throughput"] < h100["throughput_high"]
     assert h100["throughput"] > items["nvidia-a100-80gb"]["throughput"]
 

@@ -266,33 +266,3 @@ def test_a_per_gpu_share_teaches_the_model_but_is_never_answered_as_measured() -
         assert p is not None and p.basis == "estimated"
         share = next(o for o in shared if o.gpu == "g3" and o.workload == w)
         assert p.low <= share.median * 1.06 and p.high >= share.median * 0.94
-
-
-def test_a_few_gpus_tilt_a_borrowed_memory_heavy_split_towards_tensor_work() -> None:
-    """A tensor-bound workload measured on four GPUs borrows the split of a memory-heavy one
-    (its only fitted neighbour); scaling that split alone ranks GPUs by bandwidth, the tilted
-    fit (split + extra tensor work, both non-negative) follows the tensor rates."""
-    rng = np.random.default_rng(11)
-    draws = rng.uniform([50, 10, 300], [1000, 100, 5000], size=(16, 3))
-    gpus = [gpu(f"g{i}", float(t), float(v), float(m)) for i, (t, v, m) in enumerate(draws)]
-    truth = {
-        "memory-heavy": (1e-3, 0.0, 3.0, 0.0, 0.0),
-        "tensor-bound": (5e-2, 0.0, 0.01, 0.0, 0.0),
-    }
-    wls = [tm.WorkloadSpec(w, "fp16", None, False) for w in truth]
-
-    def value(g: tm.GpuSpec, w: str) -> float:
-        work = truth[w]
-        return 1 / float(np.dot(work[:4], 1 / g.rates("fp16")) + work[4])
-
-    obs = [
-        tm.Observation(g.slug, w, value(g, w), 1, 0.0)
-        for w, measured in (("memory-heavy", gpus[:12]), ("tensor-bound", gpus[:4]))
-        for g in measured
-    ]
-    model = tm.fit(gpus, wls, obs)
-    assert model.fits["memory-heavy"].method == "nnls"
-    assert model.fits["tensor-bound"].method == "shape-tilted"
-    for g in gpus[4:]:
-        p = model.predict(g.slug, "tensor-bound")
-        assert p is not None and p.value == pytest.approx(value(g, "tensor-bound"), rel=0.05)
