@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from service.ingest.importers.lambda_csv import MODEL_WORKLOAD  # one column -> workload map
+
 COLUMNS = [
     "gpu",
     "workload",
@@ -52,17 +54,6 @@ V0_DATE = "2022-07-06"
 DLE_COMMIT = "729963dd"
 DLE_RESNET_DATE = "2022-10-03"
 
-MODEL_WORKLOAD = {
-    "ssd": "ssd300-train",
-    "bert_base_squad": "bert-base-squad-finetune",
-    "bert_large_squad": "bert-large-squad-finetune",
-    "gnmt": "gnmt-train",
-    "resnet50": "resnet50-train",
-    "tacotron2": "tacotron2-train",
-    "transformerxlbase": "transformerxl-base-train",
-    "transformerxllarge": "transformerxl-large-train",
-    "waveglow": "waveglow-train",
-}
 DROPPED_MODELS = {"ncf": "no workload; garbage values up to 1.3e10", "maskrcnn": "no workload"}
 
 # Lambda log folder per (model, precision) in results_v2/<run>/.
