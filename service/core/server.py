@@ -47,7 +47,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._in_head:
             self._received += len(data)
         super().data_received(data)
-        if self._in_head and self._received > self.max_head_bytes and not self._oversize:
+        if self.transport.is_closing() or self._oversize:
+            return  # already answered (400 for a malformed head, or 431 from a parser callback)
+        if self._in_head and self._received > self.max_head_bytes:
             self._oversize = True
             self.send_400_response("")
 
