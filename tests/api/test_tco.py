@@ -53,7 +53,7 @@ def test_tco_is_price_plus_platform_plus_energy_minus_resale(
     fraction = resale if resale is not None else min(max(ratio or 0.0, 0.0), 1.0)
     assert o.resale_usd == pytest.approx(price * fraction)
     assert 0 <= o.resale_usd <= price
-    millions = throughput * hours * 365 * years * 3600 / 1e6
+    millions = throughput * (hours * 365 * years) * 3600 / 1e6  # the domain's order: hours first
     if millions > 0 and math.isfinite(o.tco_usd / millions):
         assert o.cost_per_million_units == pytest.approx(o.tco_usd / millions)
     else:  # no work, or so little that the cost per million overflows
