@@ -33,8 +33,11 @@ Precision = Literal[
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 # The arithmetic each precision's matmuls run at: the one table the physics gate
 # (plausibility.peak_tflops) and the estimators read a compute rate through. For weight formats
-# it is quantizations.csv's compute_precision (a test holds the two equal): GGUF and W4A16
-# formats dequantize into fp16 matmuls, NF4 into bf16, NVFP4/MXFP4 run fp4.
+# it is quantizations.csv's compute_precision (a test holds the two equal): GGUF formats run
+# int8 matmuls (llama.cpp's MMQ kernels quantize the activations to 8 bit and use int8 tensor
+# cores where the GPU has them, ggml-org/llama.cpp PR #7676 and #8062, June 2024; elsewhere the
+# fastest unit at least that precise, as for every precision), W4A16 formats dequantize into
+# fp16 matmuls, NF4 into bf16, NVFP4/MXFP4 run fp4.
 COMPUTE_PRECISION: dict[str, str] = {
     "fp32": "fp32",
     "tf32": "tf32",
@@ -49,12 +52,12 @@ COMPUTE_PRECISION: dict[str, str] = {
     "mxfp4": "fp4",
     "awq": "fp16",
     "gptq": "fp16",
-    "q8_0": "fp16",
-    "q6_k": "fp16",
-    "q5_k_m": "fp16",
-    "q4_k_m": "fp16",
-    "q4_k_s": "fp16",
-    "q4_0": "fp16",
+    "q8_0": "int8",
+    "q6_k": "int8",
+    "q5_k_m": "int8",
+    "q4_k_m": "int8",
+    "q4_k_s": "int8",
+    "q4_0": "int8",
 }
 Basis = Literal["measured", "estimated"]  # a measured median, or a model's estimate
 Mode = Literal["parallel", "independent"]  # one job over n GPUs, or n jobs at once

@@ -32,7 +32,9 @@ def test_every_precision_word_is_a_format_with_the_same_compute_precision_and_by
 
 def test_the_gate_judges_a_weight_format_at_its_compute_rate():
     rates = PeakRates(fp32=80, fp16_tensor=330, bf16_tensor=330, fp8_tensor=660, int8=660)
-    assert peak_tflops(rates, "q4_k_m") == peak_tflops(rates, "fp16") == 330
+    assert peak_tflops(rates, "q4_k_m") == peak_tflops(rates, "int8") == 660  # llama.cpp MMQ
+    assert peak_tflops(rates, "awq") == peak_tflops(rates, "fp16") == 330  # W4A16
+    assert peak_tflops(PeakRates(fp32=10, fp16_tensor=112), "q4_k_m") == 112  # no int8 unit
     assert peak_tflops(rates, "nf4") == 330
     assert peak_tflops(rates, "nvfp4") == 660  # no FP4 column: the fp8 rate it surely has
     assert peak_tflops(PeakRates(fp32=35.6), "q4_0") == 35.6  # no tensor cores
