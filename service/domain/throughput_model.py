@@ -20,15 +20,37 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   With few measured GPUs a workload borrows the shape (work split) of the most similar measured
   workloads and fits only a scale; with enough GPUs both that and the free fit are tried and the
   one with the lower leave-one-out log error is kept (a choice made by the data).
-- Efficiency. ``log e_g = stack + arch + gpu``: each GPU's residuals over every workload where it
-  is measured, partially pooled (empirical Bayes, one-way random effects per level, method of
-  moments for the prior variance): a group's mean is shrunk towards its parent by
-  tau^2 / (tau^2 + within / n). The per-GPU term applies only to the GPU itself (it has data);
-  GPUs without data get their stack's and architecture's terms, shared by every GPU of the
-  group, so within an architecture and stack the estimate is monotone in the rates.
+- Efficiency. ``log e_gw = power + stack[kind] + arch + gpu[kind]`` with ``kind`` the
+  workload's phase: each GPU's residuals over every workload where it is measured, partially
+  pooled (empirical Bayes, one-way random effects per level, method of moments for the prior
+  variance): a group's mean is shrunk towards its parent by tau^2 / (tau^2 + within / n). The
+  architecture term is hardware and is shared by every kind of work; the stack and per-GPU terms
+  are kept per kind, because a framework's training step, llama.cpp's prompt processing and its
+  token generation are different code: a Radeon card's efficiency learned from llama.cpp
+  decode, applied to PyTorch training, put an RX 7900 XTX above an RTX 4080 on ResNet-50 with no
+  ROCm training result behind it. A (stack, kind) without data gets 0, the pooled mean. The
+  per-GPU term applies only to the GPU itself (it has data); GPUs without data get their
+  stack's and architecture's terms, shared by every GPU of the group, so within an architecture
+  and stack the estimate is monotone in the rates.
+- Board power. ``power = b (log TDP - c)``, one slope for every GPU (``c`` the results-weighted
+  mean log TDP; a GPU without a stated TDP gets 0), fitted by weighted least squares on the GPUs'
+  mean residuals before the groups are pooled, and kept >= 0: a datasheet rate assumes the boost
+  clock, and a card with a small power budget cannot hold it under a long training run, while a
+  450 W consumer card holds it or better. Held-out cold GPUs on the shipped corpus showed it:
+  mean log error +0.33 for the 140 W RTX A4000 and +0.29 for the 130 W RTX 4000 Ada, -0.38 for the
+  450 W RTX 4090 and -0.25 for the 700 W H100 SXM; log TDP alone explained about a third of the
+  variance of those per-GPU errors. Fitted on the shipped corpus the slope is about 0.18 (twice
+  the power, 13% more of the datasheet rate); leave-one-GPU-out median MdAPE 11.9% -> 10.9%,
+  median p90 34.4% -> 28.4% (same data, same run). One slope, not one per architecture or card:
+  it is learned from the database's results on every fit, like the groups, and it keeps the
+  estimate monotone in the rates with board power counted as one of them. Per-resource
+  versions (the slope on the compute rates only) fitted an implausible 0.9 and did worse.
 - Nothing measured for a workload: pooled work per FLOP of the nearest measured workloads of the
-  same memory-bound kind (same phase first, then same precision, then nearest FLOPs per unit in
-  log space).
+  same memory-bound kind (same phase first, then the same unit, then the same precision width,
+  then nearest FLOPs per unit in log space). The unit says what a step processes: GPT-2 training
+  (tokens/s) borrowing from ResNet-50 and SSD (images/s, nearer in FLOPs per unit) took their
+  memory- and batch-heavy split and put an RTX 3090 at 0.86 of a measured RTX 4090, where
+  Lambda's token-counting training rows (Transformer-XL, GNMT) measure 0.52-0.54.
 - Bands: split-conformal. The 80% band's half-width in log space is the conformal quantile of
   the absolute leave-one-GPU-out log errors of the workload (pooled over workloads of the same
   kind when it has fewer than ``MIN_CONFORMAL`` of its own), never below the measured spread of
@@ -54,6 +76,7 @@ import numpy as np
 RESOURCES: tuple[str, ...] = ("tensor", "vector", "memory", "capacity")
 Basis = Literal["measured", "estimated"]
 K = TypeVar("K", bound=Hashable)
+Item = TypeVar("Item", bound=Hashable)
 
 NOMINAL_COVERAGE = 0.8
 MIN_NNLS_GPUS = 5  # a free fit of 4 work terms + overhead: at least as many GPUs as terms
@@ -126,6 +149,14 @@ class GpuSpec:
     bandwidth_gbs: float
     calibration: Mapping[str, float] = field(default_factory=dict)
     memory_gb: float | None = None
+    tdp_w: float | None = None
+
+    @property
+    def log_power(self) -> float | None:
+        """log of the board power in W; None where the catalog does not state one."""
+        if self.tdp_w is None or not math.isfinite(self.tdp_w) or self.tdp_w <= 0:
+            return None
+        return math.log(self.tdp_w)
 
     def rates(self, precision: str) -> np.ndarray:
         """(tensor, vector, memory, capacity) effective rates for a workload at `precision`.
@@ -158,6 +189,7 @@ class WorkloadSpec:
     flops_per_unit: float | None
     memory_bound: bool
     kind: str = ""  # phase: "" (training, batch inference), prefill or decode
+    unit: str = ""  # what one unit is (tokens/s, images/s): the data a step processes
 
 
 @dataclass(frozen=True)
@@ -209,16 +241,23 @@ class WorkloadFit:
 
 @dataclass(frozen=True)
 class Efficiencies:
-    """Log multipliers on throughput: shared per stack and per (stack, architecture), and
-    per GPU for GPUs with data."""
+    """Log multipliers on throughput: a slope on log board power shared by every GPU, shared
+    terms per (stack, kind of work) and per (stack, architecture), and per (GPU, kind) for GPUs
+    with data of that kind."""
 
-    stack: Mapping[str, float]
-    group: Mapping[tuple[str, str], float]
-    gpu: Mapping[str, float]
+    stack: Mapping[tuple[str, str], float]  # (stack, kind)
+    group: Mapping[tuple[str, str], float]  # (stack, architecture)
+    gpu: Mapping[tuple[str, str], float]  # (slug, kind)
+    power_slope: float = 0.0
+    power_center: float = 0.0
 
-    def log_multiplier(self, spec: GpuSpec, own: bool = True) -> float:
-        out = self.stack.get(spec.stack, 0.0) + self.group.get(spec.group, 0.0)
-        out += self.gpu.get(spec.slug, 0.0) if own else 0.0
+    def power(self, spec: GpuSpec) -> float:
+        return _power_term(spec, self.power_slope, self.power_center)
+
+    def log_multiplier(self, spec: GpuSpec, kind: str, own: bool = True) -> float:
+        out = self.power(spec) + self.stack.get((spec.stack, kind), 0.0)
+        out += self.group.get(spec.group, 0.0)
+        out += self.gpu.get((spec.slug, kind), 0.0) if own else 0.0
         return min(max(out, -MAX_LOG_MULTIPLIER), MAX_LOG_MULTIPLIER) if math.isfinite(out) else 0.0
 
 
@@ -283,7 +322,7 @@ def fit_work_log(design: np.ndarray, times: np.ndarray) -> np.ndarray:
 
 
 def shrink_groups(
-    values: Mapping[str, float], weights: Mapping[str, float], groups: Mapping[str, K]
+    values: Mapping[Item, float], weights: Mapping[Item, float], groups: Mapping[Item, K]
 ) -> dict[K, float]:
     """Shrunk group means of `values` (per item, with item counts `weights`).
 
@@ -292,7 +331,7 @@ def shrink_groups(
     mean W / n_j) by moments; with one group, or fewer items than groups + 1, tau^2 = W (prior
     as wide as the noise). A group's mean is shrunk to 0 by tau^2 / (tau^2 + W / n_j).
     """
-    members: dict[K, list[str]] = {}
+    members: dict[K, list[Item]] = {}
     for item, g in groups.items():
         if item in values:
             members.setdefault(g, []).append(item)
@@ -324,21 +363,62 @@ def shrink_groups(
     return out
 
 
+def _power_term(spec: GpuSpec, slope: float, center: float) -> float:
+    lp = spec.log_power
+    return slope * (lp - center) if lp is not None else 0.0
+
+
+def power_trend(
+    mean: Mapping[str, float], count: Mapping[str, float], specs: Mapping[str, GpuSpec]
+) -> tuple[float, float]:
+    """(slope, centre) of GPU mean log residuals on log board power: least squares weighted by
+    each GPU's number of workloads, slope kept >= 0 (more power never lowers the rate a card
+    holds); (0, 0) with fewer than three GPUs that state a board power."""
+    gs = [g for g in mean if specs[g].log_power is not None]
+    if len(gs) < 3:
+        return 0.0, 0.0
+    x = np.array([specs[g].log_power for g in gs], dtype=float)
+    y = np.array([mean[g] for g in gs])
+    w = np.array([count[g] for g in gs])
+    center = float(np.average(x, weights=w))
+    xc = x - center
+    den = float(np.sum(w * xc * xc))
+    if not den > 0:
+        return 0.0, center
+    slope = float(np.sum(w * xc * (y - np.average(y, weights=w))) / den)
+    return (max(slope, 0.0) if math.isfinite(slope) else 0.0), center
+
+
 def pool_efficiencies(
-    residuals: Mapping[tuple[str, str], float], specs: Mapping[str, GpuSpec]
+    residuals: Mapping[tuple[str, str], float],
+    specs: Mapping[str, GpuSpec],
+    kinds: Mapping[str, str] | None = None,
 ) -> Efficiencies:
-    """Stack, (stack, architecture) and GPU log efficiencies from log residuals per (gpu, w)."""
-    per_gpu: dict[str, list[float]] = {}
+    """Board power slope, then (stack, kind), (stack, architecture) and (GPU, kind) log
+    efficiencies from log residuals per (gpu, workload); `kinds` maps a workload to its kind
+    (missing: "")."""
+    kinds = kinds or {}
+    by_gpu: dict[str, list[float]] = {}
     for (gpu, _w), r in residuals.items():
-        per_gpu.setdefault(gpu, []).append(r)
-    if not per_gpu:
+        by_gpu.setdefault(gpu, []).append(r)
+    if not by_gpu:
         return Efficiencies({}, {}, {})
-    mean = {g: float(np.mean(v)) for g, v in per_gpu.items()}
+    slope, center = power_trend(
+        {g: float(np.mean(v)) for g, v in by_gpu.items()},
+        {g: float(len(v)) for g, v in by_gpu.items()},
+        specs,
+    )
+    per_gpu: dict[tuple[str, str], list[float]] = {}
+    for (gpu, w), r in residuals.items():
+        per_gpu.setdefault((gpu, kinds.get(w, "")), []).append(
+            r - _power_term(specs[gpu], slope, center)
+        )
     count = {g: float(len(v)) for g, v in per_gpu.items()}
-    stack = shrink_groups(mean, count, {g: specs[g].stack for g in mean})
-    after_stack = {g: mean[g] - stack.get(specs[g].stack, 0.0) for g in mean}
-    group = shrink_groups(after_stack, count, {g: specs[g].group for g in mean})
-    after_group = {g: after_stack[g] - group.get(specs[g].group, 0.0) for g in mean}
+    mean = {g: float(np.mean(v)) for g, v in per_gpu.items()}
+    stack = shrink_groups(mean, count, {g: (specs[g[0]].stack, g[1]) for g in mean})
+    after_stack = {g: mean[g] - stack.get((specs[g[0]].stack, g[1]), 0.0) for g in mean}
+    group = shrink_groups(after_stack, count, {g: specs[g[0]].group for g in mean})
+    after_group = {g: after_stack[g] - group.get(specs[g[0]].group, 0.0) for g in mean}
     # GPU level: the GPU's own workloads are the items; noise = pooled within-GPU variance.
     own = {}
     dev = [r - mean[g] for g, v in per_gpu.items() for r in v]
@@ -350,7 +430,7 @@ def pool_efficiencies(
     for g in mean:
         noise = within / count[g]
         own[g] = after_group[g] * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
-    return Efficiencies(stack, group, own)
+    return Efficiencies(stack, group, own, slope, center)
 
 
 # --------------------------------------------------------------------------- the model
@@ -451,7 +531,7 @@ def _throughput(
     fit: WorkloadFit, spec: GpuSpec, wl: WorkloadSpec, eff: Efficiencies, own: bool = True
 ) -> float:
     t = fit.time(spec.rates(wl.precision))
-    return math.exp(eff.log_multiplier(spec, own)) / t if t > 0 else math.nan
+    return math.exp(eff.log_multiplier(spec, wl.kind, own)) / t if t > 0 else math.nan
 
 
 def _relative_sigma(obs: Observation) -> float | None:
@@ -470,17 +550,30 @@ def conformal_quantile(errors: Sequence[float] | np.ndarray, coverage: float) ->
     return float(e[min(k, len(e)) - 1])
 
 
+_WIDTH = {"fp32": "32", "tf32": "32", "fp16": "16", "bf16": "16", "fp8": "8", "int8": "8"}
+
+
+def _width(precision: str) -> str:
+    return _WIDTH.get(precision, precision)
+
+
 def _similar(wl: WorkloadSpec, candidates: Iterable[WorkloadSpec]) -> list[WorkloadSpec]:
     """The nearest workloads of the same memory-bound kind: same phase first (training with
     training, prompt processing with prompt processing: a llama.cpp prefill is not a training
-    step), then the same precision, then the nearest FLOPs per unit in log space."""
+    step), then the same unit (tokens with tokens, images with images), then the same precision
+    width (bf16 with fp16), then the nearest FLOPs per unit in log space."""
 
-    def key(c: WorkloadSpec) -> tuple[bool, bool, float]:
+    def key(c: WorkloadSpec) -> tuple[bool, bool, bool, float]:
         if wl.flops_per_unit and c.flops_per_unit:
             d = abs(math.log(wl.flops_per_unit / c.flops_per_unit))
         else:
             d = math.inf
-        return (c.kind != wl.kind, c.precision != wl.precision, d)
+        return (
+            c.kind != wl.kind,
+            c.unit != wl.unit,
+            _width(c.precision) != _width(wl.precision),
+            d,
+        )
 
     same_kind = [c for c in candidates if c.memory_bound == wl.memory_bound and c.slug != wl.slug]
     return sorted(same_kind, key=key)[:SIMILAR_WORKLOADS]
@@ -568,7 +661,7 @@ def fit(
                 t = f.time(specs[o.gpu].rates(wls[w].precision))
                 if math.isfinite(t) and t > 0:
                     residuals[(o.gpu, w)] = math.log(o.median * t)
-        eff = pool_efficiencies(residuals, specs)
+        eff = pool_efficiencies(residuals, specs, {w: wl.kind for w, wl in wls.items()})
     fits = _fit_workloads(specs, wls, by_w, eff, fits, with_loo=True)
     z = _z(coverage)
     # Split-conformal half-widths from the leave-one-out errors, pooled where few.
@@ -625,7 +718,7 @@ def _fit_workloads(
         rates = np.array([specs[o.gpu].rates(wl.precision) for o in rows])
         design = _design(rates)
         # Measured time, adjusted by each GPU's efficiency: model time = measured x e_g.
-        mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu])) for o in rows])
+        mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu], wl.kind)) for o in rows])
         times = mult / np.array([o.median for o in rows])
         shape_source = {k: v for k, v in {**previous, **fits}.items() if k != w}
         shape = _shape(shape_source, wls, wl, per_flop=False)
@@ -692,8 +785,8 @@ def _loo_errors(
         return ()
     rates = np.array([specs[o.gpu].rates(wl.precision) for o in rows])
     design = _design(rates)
-    mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu])) for o in rows])
-    cold = np.array([math.exp(eff.log_multiplier(specs[o.gpu], own=False)) for o in rows])
+    mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu], wl.kind)) for o in rows])
+    cold = np.array([math.exp(eff.log_multiplier(specs[o.gpu], wl.kind, own=False)) for o in rows])
     measured = np.array([o.median for o in rows])
     times = mult / measured
     out = []

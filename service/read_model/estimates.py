@@ -51,6 +51,7 @@ def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
         workload.flops_per_unit,
         decode,
         workload.phase or "",
+        workload.unit,
     )
 
 
@@ -88,6 +89,7 @@ def gpu_spec(gpu: Gpu, calibration: dict[str, float]) -> tm.GpuSpec:
         bandwidth_gbs=gpu.memory_bandwidth_gbs,
         calibration=calibration,
         memory_gb=gpu.memory_gb,
+        tdp_w=gpu.tdp_w,
     )
 
 

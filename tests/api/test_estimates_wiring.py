@@ -44,7 +44,8 @@ def test_training_still_uses_the_data_parallel_profile():
 
 def test_read_model_monotone_within_architecture_and_stack(client, keys):
     """An unmeasured GPU no better in any rate than another of the same architecture and stack
-    never gets a higher estimate (hypothesis test over the served catalog)."""
+    (memory size and board power counted as rates, as the model uses them) never gets a higher
+    estimate (over every such pair in the served catalog)."""
     post_results(client, keys, "nvidia-rtx-4090", [1500] * 3)
     post_results(client, keys, "nvidia-rtx-3090", [810] * 3)
     post_results(client, keys, "nvidia-a100-80gb", [2500] * 3)
@@ -55,7 +56,7 @@ def test_read_model_monotone_within_architecture_and_stack(client, keys):
     ).json()["items"]
     gpus = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
     est = {r["gpu"]: r for r in items if r["basis"] == "estimated"}
-    rates = ("fp32_tflops", "fp16_tensor_tflops", "memory_bandwidth_gbs")
+    rates = ("fp32_tflops", "fp16_tensor_tflops", "memory_bandwidth_gbs", "memory_gb", "tdp_w")
     checked = 0
     for a in est:
         for b in est:

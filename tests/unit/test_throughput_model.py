@@ -49,9 +49,18 @@ def gpu(
     memory: float,
     arch: str = "a",
     memory_gb: float | None = None,
+    tdp_w: float | None = None,
 ) -> tm.GpuSpec:
     return tm.GpuSpec(
-        slug, "nvidia", arch, "cuda", {"fp16": tensor}, vector, memory, memory_gb=memory_gb
+        slug,
+        "nvidia",
+        arch,
+        "cuda",
+        {"fp16": tensor},
+        vector,
+        memory,
+        memory_gb=memory_gb,
+        tdp_w=tdp_w,
     )
 
 
@@ -63,28 +72,30 @@ WORK = {  # true world: TFLOP tensor, TFLOP vector, GB memory, GB x s capacity, 
 
 
 def world(
-    n_gpus: int, seed: int, noise: float = 0.0
+    n_gpus: int, seed: int, noise: float = 0.0, power_slope: float = 0.0
 ) -> tuple[list[tm.GpuSpec], list[tm.WorkloadSpec], list[tm.Observation]]:
+    """Random GPUs measured on WORK; with `power_slope`, each GPU holds (TDP / 300 W) ^ slope
+    of its rates (a power-limited card cannot hold its boost clock)."""
     rng = np.random.default_rng(seed)
-    draws = rng.uniform([50, 10, 300, 8], [1000, 100, 5000, 192], size=(n_gpus, 4))
+    draws = rng.uniform([50, 10, 300, 8, 100], [1000, 100, 5000, 192, 1000], size=(n_gpus, 5))
     gpus = [
-        gpu(f"g{i}", float(t), float(v), float(m), "a" if i % 2 else "b", float(c))
-        for i, (t, v, m, c) in enumerate(draws)
+        gpu(f"g{i}", float(t), float(v), float(m), "a" if i % 2 else "b", float(c), float(p))
+        for i, (t, v, m, c, p) in enumerate(draws)
     ]
     wls = [tm.WorkloadSpec(w, "fp16", None, w == "decode") for w in WORK]
     obs = []
     for g in gpus:
         for w in wls:
-            work = WORK[w.slug]
-            t = float(np.dot(work[:4], 1 / g.rates("fp16")) + work[4])
-            value = math.exp(rng.normal(0, noise)) / t if noise else 1 / t
+            value = true_throughput(g, w.slug, power_slope)
+            value *= math.exp(rng.normal(0, noise)) if noise else 1.0
             obs.append(tm.Observation(g.slug, w.slug, value, 1, 0.0))
     return gpus, wls, obs
 
 
-def true_throughput(g: tm.GpuSpec, w: str) -> float:
+def true_throughput(g: tm.GpuSpec, w: str, power_slope: float = 0.0) -> float:
     work = WORK[w]
-    return 1 / float(np.dot(work[:4], 1 / g.rates("fp16")) + work[4])
+    held = (g.tdp_w / 300.0) ** power_slope if g.tdp_w else 1.0
+    return held / float(np.dot(work[:4], 1 / g.rates("fp16")) + work[4])
 
 
 def test_fit_recovers_known_world() -> None:
@@ -140,28 +151,35 @@ def test_estimate_band_not_narrower_than_measured_spread() -> None:
     assert math.log(p.high / p.value) >= tm._z(0.8) * 1.4826 * 0.2 - 1e-9
 
 
-MONO_MODEL = tm.fit(*world(10, seed=8, noise=0.15))  # arch a and b get efficiencies
+# arch a and b get efficiencies, and the data a board-power slope
+MONO_MODEL = tm.fit(*world(10, seed=8, noise=0.15, power_slope=0.3))
 rate = st.floats(1.0, 5000.0)
 factor = st.floats(1.0, 4.0)
 
 
+def test_monotonicity_model_has_a_power_slope() -> None:
+    """The property below is tested where board power matters."""
+    assert MONO_MODEL.efficiency.power_slope > 0.1
+
+
 @settings(max_examples=60, deadline=None)
 @given(
-    base=st.tuples(rate, rate, rate, st.floats(4.0, 288.0)),
-    up=st.tuples(factor, factor, factor, factor),
+    base=st.tuples(rate, rate, rate, st.floats(4.0, 288.0), st.floats(50.0, 1200.0)),
+    up=st.tuples(factor, factor, factor, factor, factor),
     arch=st.sampled_from(["a", "b", "new"]),
     workload=st.sampled_from(sorted(WORK)),
 )
 def test_monotone_within_architecture_and_stack(
-    base: tuple[float, float, float, float],
-    up: tuple[float, float, float, float],
+    base: tuple[float, float, float, float, float],
+    up: tuple[float, float, float, float, float],
     arch: str,
     workload: str,
 ) -> None:
-    """No better in every rate, memory size included: never a higher estimate."""
-    slow = gpu("slow", *base[:3], arch=arch, memory_gb=base[3])
+    """No better in every rate, memory size and board power included: never a higher
+    estimate."""
+    slow = gpu("slow", *base[:3], arch=arch, memory_gb=base[3], tdp_w=base[4])
     t, v, m = (b * u for b, u in zip(base[:3], up[:3], strict=True))
-    fast = gpu("fast", t, v, m, arch, base[3] * up[3])
+    fast = gpu("fast", t, v, m, arch, base[3] * up[3], base[4] * up[4])
     model = dataclasses.replace(MONO_MODEL, gpus={**MONO_MODEL.gpus, "slow": slow, "fast": fast})
     ps, pf = model.predict("slow", workload), model.predict("fast", workload)
     assert ps is not None and pf is not None
@@ -214,7 +232,26 @@ def test_gpu_efficiency_shrinks_with_fewer_workloads() -> None:
         for j in range(8):
             residuals[(f"g{i}", f"w{j}")] = float(rng.normal(0, 0.05))
     eff = tm.pool_efficiencies(residuals, specs)
-    assert abs(eff.gpu["g1"]) < abs(eff.gpu["g0"])
+    assert abs(eff.gpu[("g1", "")]) < abs(eff.gpu[("g0", "")])
+
+
+def test_a_stack_efficiency_learned_on_one_kind_of_work_stays_there() -> None:
+    """A stack that decodes at half the model's speed on every GPU measured, with no training
+    result, is not marked down for training; the same GPUs' own decode terms stay with decode."""
+    specs = {f"g{i}": gpu(f"g{i}", 100, 10, 1000) for i in range(8)}
+    specs |= {
+        f"r{i}": dataclasses.replace(gpu(f"r{i}", 100, 10, 1000), stack="rocm") for i in range(4)
+    }
+    kinds = {"train": "", "decode": "decode"}
+    rng = np.random.default_rng(12)
+    residuals = {(g, w): float(rng.normal(0, 0.02)) for g in specs for w in kinds if g[0] == "g"}
+    residuals |= {
+        (r, "decode"): math.log(0.5) + float(rng.normal(0, 0.02)) for r in specs if r[0] == "r"
+    }
+    eff = tm.pool_efficiencies(residuals, specs, kinds)
+    r0 = specs["r0"]
+    assert eff.log_multiplier(r0, "decode") < math.log(0.7)
+    assert abs(eff.log_multiplier(r0, "")) < 0.05
 
 
 def test_unmeasured_workload_borrows_from_nearest_of_its_kind() -> None:
@@ -243,6 +280,48 @@ def test_derive_stack() -> None:
     assert tm.derive_stack("amd", "datacenter") == "rocm-instinct"
     assert tm.derive_stack("amd", "consumer") == "rocm-radeon"
     assert tm.derive_stack("nvidia", "consumer") == "cuda"
+
+
+def test_board_power_slope_is_learned_and_carried_to_a_cold_gpu() -> None:
+    """Data where a card holds (TDP / 300 W) ^ 0.25 of its rates: the fit finds the slope from
+    the measured GPUs, and a held-out 900 W card is estimated near its truth, where the same
+    fit without board powers (every TDP unknown) misses by about its power factor."""
+    gpus, wls, obs = world(16, seed=21, noise=0.02, power_slope=0.25)
+    hot = gpu("hot", 600.0, 50.0, 2000.0, "a", 80.0, 900.0)
+    model = tm.fit([*gpus, hot], wls, obs)
+    assert 0.15 < model.efficiency.power_slope < 0.35
+    blind = tm.fit([dataclasses.replace(g, tdp_w=None) for g in [*gpus, hot]], wls, obs)
+    assert blind.efficiency.power_slope == 0.0
+    for w in ("conv", "attn"):
+        truth = true_throughput(hot, w, 0.25)
+        p, b = model.predict("hot", w), blind.predict("hot", w)
+        assert p is not None and b is not None
+        assert abs(math.log(p.value / truth)) < 0.5 * abs(math.log(b.value / truth))
+
+
+def test_no_power_effect_in_the_data_gives_no_slope() -> None:
+    gpus, wls, obs = world(16, seed=22, noise=0.02)
+    model = tm.fit(gpus, wls, obs)
+    assert model.efficiency.power_slope < 0.03
+    no_tdp = gpu("x", 100.0, 10.0, 1000.0)
+    assert model.efficiency.power(no_tdp) == 0.0
+
+
+def test_power_slope_never_negative() -> None:
+    """Cards that do worse the more power they draw are not physics: the slope stays at 0."""
+    gpus, wls, obs = world(16, seed=23, noise=0.02, power_slope=-0.3)
+    assert tm.fit(gpus, wls, obs).efficiency.power_slope == 0.0
+
+
+def test_borrowing_prefers_the_same_unit_over_nearer_flops() -> None:
+    """A token-counting training workload borrows from another token-counting one (a language
+    model), and a 16-bit one from 16-bit before 32-bit, before FLOPs per unit are compared."""
+    images = tm.WorkloadSpec("cnn", "fp16", 1e9, False, "", "images/s")
+    tokens32 = tm.WorkloadSpec("lm32", "fp32", 1e12, False, "", "tokens/s")
+    tokens16 = tm.WorkloadSpec("lm16", "fp16", 1e12, False, "", "tokens/s")
+    new = tm.WorkloadSpec("gpt", "bf16", 1e9, False, "", "tokens/s")
+    order = [w.slug for w in tm._similar(new, [images, tokens32, tokens16])]
+    assert order == ["lm16", "lm32", "cnn"]
 
 
 def test_borrowing_prefers_the_same_phase_over_nearer_flops() -> None:
