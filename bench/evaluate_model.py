@@ -91,6 +91,7 @@ def load_catalog() -> tuple[list[tm.GpuSpec], dict[str, float], dict[str, old.Gp
                 fp32_tflops=rates.fp32,
                 bandwidth_gbs=float(r["memory_bandwidth_gbs"]),
                 memory_gb=float(r["memory_gb"]),
+                tdp_w=_f(r["tdp_w"]),
             )
         )
         if r["launch_price_usd"]:

@@ -274,6 +274,7 @@ def test_spearman() -> None:
     assert ev.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert list(ev.rankdata([3.0, 1.0, 3.0])) == [2.5, 1.0, 2.5]
     assert ev.spearman([1, 2], [1, 2]) is None
+    assert ev.spearman([1, 2, 3, 4, 5], [1, 2, 3, 5, 4]) == 0.9  # exactly, not 0.8999...
 
 
 def test_derive_stack() -> None:
