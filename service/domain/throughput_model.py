@@ -76,6 +76,8 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
+from service.domain.estimate import BYTES_PER_PARAM
+
 RESOURCES: tuple[str, ...] = ("tensor", "vector", "memory", "capacity")
 Basis = Literal["measured", "estimated"]
 K = TypeVar("K", bound=Hashable)
@@ -422,7 +424,8 @@ def pool_efficiencies(
     after_stack = {g: mean[g] - stack.get((specs[g[0]].stack, g[1]), 0.0) for g in mean}
     group = shrink_groups(after_stack, count, {g: specs[g[0]].group for g in mean})
     after_group = {g: after_stack[g] - group.get(specs[g[0]].group, 0.0) for g in mean}
-    # GPU level: the GPU's own workloads are the items; noise = pooled within-GPU variance.
+    # GPU level, per kind: the (GPU, kind)'s workloads are the items; noise = pooled variance
+    # within (GPU, kind).
     own = {}
     dev = [r - mean[g] for g, v in per_gpu.items() for r in v]
     dof = sum(len(v) for v in per_gpu.values()) - len(per_gpu)
@@ -553,11 +556,9 @@ def conformal_quantile(errors: Sequence[float] | np.ndarray, coverage: float) ->
     return float(e[min(k, len(e)) - 1])
 
 
-_WIDTH = {"fp32": "32", "tf32": "32", "fp16": "16", "bf16": "16", "fp8": "8", "int8": "8"}
-
-
-def _width(precision: str) -> str:
-    return _WIDTH.get(precision, precision)
+def _width(precision: str) -> float | str:
+    """Bytes per parameter (bf16 and fp16 alike); the name itself where the table lacks it."""
+    return BYTES_PER_PARAM.get(precision, precision)
 
 
 def _similar(wl: WorkloadSpec, candidates: Iterable[WorkloadSpec]) -> list[WorkloadSpec]:
