@@ -1,6 +1,7 @@
 """The estimator on held-out public data: a community table that is not in the shipped corpus.
 
 Usage: .venv/bin/python bench/heldout.py [--database-url URL] [--data CSV] [--min-gpus 5]
+                                         [--today YYYY-MM-DD]
 
 `gpu-advisor evaluate` scores the model on the corpus it was designed against; this bench asks
 whether what the model learned there carries to a table from another lab, other scripts and
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import statistics
 import subprocess
@@ -35,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +49,11 @@ from sqlmodel import Session, create_engine  # noqa: E402
 
 from service.domain import evaluation as ev  # noqa: E402
 from service.domain import throughput_model as tm  # noqa: E402
-from service.read_model.accuracy import current_prices, meets_targets  # noqa: E402
+from service.read_model.accuracy import (  # noqa: E402
+    TARGET_MIN_GPUS,
+    current_prices,
+    meets_targets,
+)
 from service.read_model.estimates import ModelInputs, load_inputs  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "heldout_gpu_insights.csv"
@@ -74,20 +80,20 @@ def load_heldout(path: Path) -> tuple[list[tm.Observation], list[tm.WorkloadSpec
     return obs, specs
 
 
-def corpus(url: str | None) -> tuple[ModelInputs, dict[str, float], str]:
-    """The shipped corpus as the service loads it, and current prices."""
+def corpus(url: str | None, today: date) -> tuple[ModelInputs, dict[str, float], str]:
+    """The shipped corpus as the service loads it, and the prices current on `today`."""
     tmp = None
     if url is None:
         tmp = tempfile.TemporaryDirectory()
         url = f"sqlite:///{tmp.name}/corpus.db"
         env = {**os.environ, "GPU_ADVISOR_DATABASE_URL": url}
-        cli = str(ROOT / ".venv" / "bin" / "gpu-advisor")
+        cli = str(Path(sys.executable).with_name("gpu-advisor"))  # this venv's console script
         for step in ("migrate", "seed"):
             subprocess.run([cli, step], env=env, check=True, capture_output=True)
     engine = create_engine(url)
     with Session(engine) as session:
         inputs = load_inputs(session)
-        prices = current_prices(session, datetime.now(UTC).date(), PRICE_MAX_AGE_DAYS)
+        prices = current_prices(session, today, PRICE_MAX_AGE_DAYS)
     engine.dispose()
     if tmp is not None:
         tmp.cleanup()
@@ -131,6 +137,14 @@ def new_trainer(inputs: ModelInputs, tables: Sequence[tm.WorkloadSpec]) -> ev.Tr
     return train
 
 
+def per_gpu_log_error(held: Sequence[ev.HeldOut]) -> dict[str, float]:
+    """GPU -> mean log(measured / estimated) over its held-out tables."""
+    errors: dict[str, list[float]] = {}
+    for h in held:
+        errors.setdefault(h.gpu, []).append(math.log(h.measured / h.value))
+    return {g: statistics.fmean(e) for g, e in errors.items()}
+
+
 def worst(held: Sequence[ev.HeldOut], n: int = 8) -> str:
     rows = sorted(held, key=lambda h: -h.ape)[:n]
     return "  ".join(
@@ -143,9 +157,10 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--min-gpus", type=int, default=5)
+    parser.add_argument("--today", type=date.fromisoformat, default=datetime.now(UTC).date())
     args = parser.parse_args()
     t0 = time.monotonic()
-    inputs, prices, where = corpus(args.database_url)
+    inputs, prices, where = corpus(args.database_url, args.today)
     table_obs, tables = load_heldout(args.data)
     catalog = {g.slug for g in inputs.gpus}
     unknown = sorted({o.gpu for o in table_obs} - catalog)
@@ -158,7 +173,7 @@ def main() -> None:
         f"({time.monotonic() - t0:.0f} s to load)\nheld-out: {args.data.name}, "
         f"{len(table_obs)} (GPU, table) medians, {len(tables)} tables, "
         f"{len({o.gpu for o in table_obs})} GPUs; {len(targets)} tables with "
-        f">= {args.min_gpus} GPUs scored\n"
+        f">= {args.min_gpus} GPUs scored; prices current on {args.today}\n"
     )
     old = old_trainer(inputs.gpus, [*inputs.workloads, *tables])
     runs = [
@@ -166,17 +181,27 @@ def main() -> None:
         ("new (throughput_model), GPU known from the corpus", new_trainer(inputs, tables), False),
         ("new (throughput_model), GPU cold", new_trainer(inputs, tables), True),
     ]
+    by_gpu: dict[str, dict[str, float]] = {}
     for name, train, cold in runs:
         t1 = time.monotonic()
         held = held_out(train, inputs.observations, table_obs, targets, cold)
+        by_gpu[name] = per_gpu_log_error(held)
         rows = ev.summarise(held, table_obs, prices, args.min_gpus)
         title = f"{name} ({time.monotonic() - t1:.0f} s)"
         print(ev.format_table(rows, title))
         judged = [ok for ok in (meets_targets(r) for r in rows) if ok is not None]
         print(
-            f"{sum(judged)} of {len(judged)} tables with 6+ GPUs meet all targets; "
-            f"worst measured/estimated: {worst(held)}\n"
+            f"{sum(judged)} of {len(judged)} tables with {TARGET_MIN_GPUS}+ GPUs meet all "
+            f"targets; worst measured/estimated: {worst(held)}\n"
         )
+    corpus_n = {g: 0 for g in by_gpu[runs[1][0]]}
+    for o in inputs.observations:
+        if o.gpu in corpus_n:
+            corpus_n[o.gpu] += 1
+    print("mean log(measured / estimated) per GPU over its tables: old, known, cold")
+    for gpu in sorted(corpus_n):
+        cells = "  ".join(f"{by_gpu[name].get(gpu, math.nan):+.2f}" for name, _, _ in runs)
+        print(f"{gpu:34} {cells}   ({corpus_n[gpu]} corpus medians)")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ was never designed against. The service never reads the output; nothing is downl
 
 Input: `docs-src/public/data/benchmark-data.json` of xiaoran007/GPU-Insights (BSD-3-Clause, numbers
 copied as facts with attribution), given as a path (a checkout or `git show` of commit SOURCE_AT).
-The table's "score" is (samples / seconds) x (epochs / 10) x 100 with a fixed epoch count per
-benchmark version (the repo's benchmark/scoring.py), so within one (model, version) scores are
-proportional to training throughput. The "fp16" column holds BF16 runs where the run's note says
+The table's "score" is (samples / seconds) x (epochs / 10) x 100 (the repo's
+benchmark/scoring.py): 10 x throughput in the version-1 runner, 10 x epochs x throughput in the
+current one, where the epoch count is a run flag the table does not record. Taken here as
+proportional to throughput within one (model, version), which assumes submitters ran the
+default epochs: an assumption, stated. The "fp16" column holds BF16 runs where the run's note says
 "BF16" (`main_auto`, which picks BF16 on BF16-capable GPUs, per the README): those cells are
 bf16 tables here, as the service keeps a workload's precisions apart; the other half-precision
 cells are FP16 runs (the older `-dt FP16` command).

@@ -16,15 +16,15 @@ from types import ModuleType
 
 import pytest
 
+from service.domain.throughput_model import Observation
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data" / "heldout_gpu_insights.csv"
 CATALOG = ROOT / "service" / "catalog"
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_heldout_gpu_insights", ROOT / "tools" / "build_heldout_gpu_insights.py"
-    )
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -32,7 +32,8 @@ def _tool() -> ModuleType:
     return module
 
 
-TOOL = _tool()
+TOOL = _load("build_heldout_gpu_insights", ROOT / "tools" / "build_heldout_gpu_insights.py")
+BENCH = _load("heldout_bench", ROOT / "bench" / "heldout.py")
 ROWS = list(csv.DictReader(DATA.open(newline="", encoding="utf-8")))
 
 
@@ -40,7 +41,7 @@ def test_every_row_has_a_source_a_date_and_a_catalog_gpu() -> None:
     with (CATALOG / "gpus.csv").open(newline="", encoding="utf-8") as f:
         slugs = {g["slug"] for g in csv.DictReader(f)}
     source = re.compile(
-        r"^xiaoran007/GPU-Insights@[0-9a-f]{12} docs-src/public/data/benchmark-data\.json "
+        rf"^xiaoran007/GPU-Insights@{TOOL.SOURCE_AT} docs-src/public/data/benchmark-data\.json "
         r"benchmarks\[\d+\] \(.+\)$"
     )
     assert len(ROWS) > 50
@@ -116,3 +117,37 @@ def test_an_explicit_batch_run_gives_way_to_the_auto_batch_run() -> None:
     kept, dropped = TOOL.build({"benchmarks": [explicit, auto]})
     assert sorted(r["value"] for r in kept) == [20166, 44323]
     assert len(dropped) == 2
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_the_bench_never_trains_on_what_it_predicts(cold: bool) -> None:
+    """Each GPU is predicted by a model trained without its rows in any held-out table (and,
+    cold, without its corpus rows); every other row is trained on."""
+    corpus = [Observation("a", "w", 1.0, 1, 0.0), Observation("b", "w", 2.0, 1, 0.0)]
+    tables = [
+        Observation(g, t, v, 1, 0.0)
+        for t in ("heldout:t1", "heldout:t2")
+        for g, v in (("a", 3.0), ("b", 4.0), ("c", 5.0))
+    ]
+    seen: dict[str, list[Observation]] = {}
+
+    def train(observations):  # type: ignore[no-untyped-def]
+        trained = list(observations)
+
+        def predict(gpu: str, workload: str) -> tuple[float, float, float]:
+            seen[gpu] = trained
+            return (1.0, 0.5, 2.0)
+
+        return predict
+
+    held = BENCH.held_out(train, corpus, tables, {"heldout:t1"}, cold)
+    assert sorted((h.gpu, h.workload) for h in held) == [
+        ("a", "heldout:t1"),
+        ("b", "heldout:t1"),
+        ("c", "heldout:t1"),
+    ]
+    for gpu, trained in seen.items():
+        assert not [o for o in trained if o.gpu == gpu and o.workload.startswith("heldout:")]
+        assert bool([o for o in trained if o.gpu == gpu]) == (not cold and gpu != "c")
+        others = [o for o in [*corpus, *tables] if o.gpu != gpu]
+        assert all(o in trained for o in others)
