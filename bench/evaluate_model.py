@@ -106,6 +106,16 @@ def _v1_slug(name: str) -> str | None:
     return None
 
 
+def medians(cells: dict[tuple[str, str], list[float]]) -> list[tm.Observation]:
+    """One observation per (GPU, workload) cell: the median of its values, with n and MAD."""
+    observations = []
+    for (slug, w), values in sorted(cells.items()):
+        med = statistics.median(values)
+        mad = statistics.median(abs(v - med) for v in values)
+        observations.append(tm.Observation(slug, w, med, len(values), mad))
+    return observations
+
+
 def load_lambda(folder: Path) -> tuple[list[tm.Observation], list[tm.WorkloadSpec], int]:
     """Observations per (GPU, model-precision), medians over the 1-GPU rows; dropped rows."""
     cells: dict[tuple[str, str], list[float]] = {}
@@ -138,11 +148,7 @@ def load_lambda(folder: Path) -> tuple[list[tm.Observation], list[tm.WorkloadSpe
                     v = float(value)
                     if v > 0:
                         cells.setdefault((slug, f"{col}-{precision}"), []).append(v)
-    observations = []
-    for (slug, w), values in sorted(cells.items()):
-        med = statistics.median(values)
-        mad = statistics.median(abs(v - med) for v in values)
-        observations.append(tm.Observation(slug, w, med, len(values), mad))
+    observations = medians(cells)
     workloads = []
     for w in sorted({o.workload for o in observations}):
         model, precision = w.rsplit("-", 1)

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from evaluate_model import old_trainer  # noqa: E402
+from evaluate_model import medians, new_trainer, old_trainer  # noqa: E402
 from sqlmodel import Session, create_engine  # noqa: E402
 
 from service.domain import evaluation as ev  # noqa: E402
@@ -69,15 +69,10 @@ def load_heldout(path: Path) -> tuple[list[tm.Observation], list[tm.WorkloadSpec
         table = PREFIX + r["table"]
         cells.setdefault((r["gpu"], table), []).append(float(r["value"]))
         precision[table] = r["precision"]
-    obs = []
-    for (gpu, table), values in sorted(cells.items()):
-        med = statistics.median(values)
-        mad = statistics.median(abs(v - med) for v in values)
-        obs.append(tm.Observation(gpu, table, med, len(values), mad))
     specs = [
         tm.WorkloadSpec(t, p, None, False, "", "images/s") for t, p in sorted(precision.items())
     ]
-    return obs, specs
+    return medians(cells), specs
 
 
 def corpus(url: str | None, today: date) -> tuple[ModelInputs, dict[str, float], str]:
@@ -122,21 +117,6 @@ def held_out(
     return out
 
 
-def new_trainer(inputs: ModelInputs, tables: Sequence[tm.WorkloadSpec]) -> ev.Trainer:
-    workloads = [*inputs.workloads, *tables]
-
-    def train(observations: Sequence[tm.Observation]) -> ev.Predictor:
-        model = tm.fit(inputs.gpus, workloads, observations)
-
-        def predict(gpu: str, workload: str) -> tuple[float, float, float] | None:
-            p = model.predict(gpu, workload)
-            return None if p is None else (p.value, p.low, p.high)
-
-        return predict
-
-    return train
-
-
 def per_gpu_log_error(held: Sequence[ev.HeldOut]) -> dict[str, float]:
     """GPU -> mean log(measured / estimated) over its held-out tables."""
     errors: dict[str, list[float]] = {}
@@ -175,11 +155,12 @@ def main() -> None:
         f"{len({o.gpu for o in table_obs})} GPUs; {len(targets)} tables with "
         f">= {args.min_gpus} GPUs scored; prices current on {args.today}\n"
     )
-    old = old_trainer(inputs.gpus, [*inputs.workloads, *tables])
+    workloads = [*inputs.workloads, *tables]
+    old, new = old_trainer(inputs.gpus, workloads), new_trainer(inputs.gpus, workloads)
     runs = [
         ("old (estimate.py), spec prior scaled to the table", old, False),
-        ("new (throughput_model), GPU known from the corpus", new_trainer(inputs, tables), False),
-        ("new (throughput_model), GPU cold", new_trainer(inputs, tables), True),
+        ("new (throughput_model), GPU known from the corpus", new, False),
+        ("new (throughput_model), GPU cold", new, True),
     ]
     by_gpu: dict[str, dict[str, float]] = {}
     for name, train, cold in runs:
