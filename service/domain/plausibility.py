@@ -85,6 +85,14 @@ SUPERLINEAR_FACTOR = 1.2  # per-GPU throughput on N GPUs vs the same GPU's singl
 # 3080 Max-Q WaveGlow cell (0.39) and one 4x H100 Tacotron 2 cell (0.46, where eleven other 4x
 # H100 systems measured 254k-337k); the next is 0.52. Such a value is a failed run, not a card.
 REDUCED_PRECISION_FLOOR = 0.5
+# Where the GPU has no FP32 median at the run's GPU count, the per-GPU share is judged against
+# the FP32 per-GPU share at the largest smaller count it has: per-GPU throughput falls as GPUs
+# are added (by the scaling loss; 4 GPUs at 2-3x with weak libraries is a per-GPU 0.5-0.75), so
+# that floor allows a further 2x. Lambda's 16-GPU RTX A4000 WaveGlow fp16 cell, whose 16-GPU
+# FP32 reference is itself refused (superlinear), is 0.14 of the 8-GPU FP32 share: the same
+# failed column as its 1- to 8-GPU cells. The lowest other such ratio in the shipped corpus is
+# 1.66 (Quadro RTX 8000 SSD fp16 on 8 GPUs against its 1-GPU fp32 run).
+FEWER_GPUS_FLOOR = REDUCED_PRECISION_FLOOR / 2
 
 IMPLAUSIBLE_VS_PEERS = "implausible_vs_peers"
 SUPERLINEAR_SCALING = "superlinear_scaling"
@@ -132,6 +140,17 @@ def slower_than_fp32(value: float, precision: str, fp32_median: float | None) ->
     if precision == "fp32" or fp32_median is None or fp32_median <= 0:
         return False
     return value < REDUCED_PRECISION_FLOOR * fp32_median
+
+
+def slower_than_fp32_on_fewer_gpus(
+    value: float, precision: str, gpu_count: int, fp32_count: int, fp32_median: float
+) -> bool:
+    """True when a reduced-precision run on `gpu_count` GPUs gives per GPU less than
+    FEWER_GPUS_FLOOR of the same GPU's FP32 median per GPU on `fp32_count` < `gpu_count` GPUs
+    (the largest smaller count measured; only where the same count has no FP32 median)."""
+    if precision == "fp32" or not 0 < fp32_count < gpu_count or fp32_median <= 0:
+        return False
+    return value / gpu_count < FEWER_GPUS_FLOOR * fp32_median / fp32_count
 
 
 def superlinear(value: float, gpu_count: int, single_gpu_median: float | None) -> bool:

@@ -6,7 +6,9 @@ Runs after physics and before statistics. Three checks, all from service.domain.
   workload and precision (even when the result starts a group of one);
 - superlinear_scaling: N GPUs claiming clearly more than N times the same GPU's 1-GPU median;
 - slower_than_fp32: a reduced-precision run below half the same GPU's FP32 median on the same
-  workload and GPU count (a failed run: Lambda's RTX A4000 WaveGlow fp16 column).
+  workload and GPU count (a failed run: Lambda's RTX A4000 WaveGlow fp16 column); where that
+  count has no FP32 median, per GPU below a quarter of the FP32 per-GPU median at the largest
+  smaller count (the same column's 16-GPU cell, whose 16-GPU FP32 reference is refused).
 
 References are the stored accepted medians (read by the gate with the group aggregates, in the
 same statement: known.py) plus the batch's own rows that passed physics (median per group), so
@@ -35,6 +37,7 @@ from service.domain.plausibility import (
     implausible_vs_peers,
     peak_tflops,
     slower_than_fp32,
+    slower_than_fp32_on_fewer_gpus,
     superlinear,
 )
 from service.ingest.rows import GroupKey, NewRow
@@ -123,6 +126,39 @@ def _leaders(medians: Mapping[GroupKey, float], eff: _Efficiencies) -> dict[Pair
     return {pair: _Leaders(gpus, bandwidth[pair]) for pair, gpus in compute.items()}
 
 
+def _fp32_counts(medians: Mapping[GroupKey, float]) -> dict[tuple[int, int], list[int]]:
+    """(gpu, workload) -> GPU counts with an FP32 median, ascending."""
+    out: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for gid, wid, prec, count in medians:
+        if prec == "fp32":
+            out[(gid, wid)].append(count)
+    for counts in out.values():
+        counts.sort()
+    return out
+
+
+def _slower_than_fp32(
+    value: float,
+    gid: int,
+    wid: int,
+    prec: str,
+    count: int,
+    medians: Mapping[GroupKey, float],
+    fp32_counts: Mapping[tuple[int, int], list[int]],
+) -> bool:
+    """Against the FP32 median at the same count, else at the largest smaller count."""
+    if prec == "fp32":
+        return False
+    same = medians.get((gid, wid, "fp32", count))
+    if same is not None:
+        return slower_than_fp32(value, prec, same)
+    fewer = [c for c in fp32_counts.get((gid, wid), ()) if c < count]
+    if not fewer:
+        return False
+    k = fewer[-1]
+    return slower_than_fp32_on_fewer_gpus(value, prec, count, k, medians[(gid, wid, "fp32", k)])
+
+
 def check_peers(
     rows: Iterable[NewRow],
     stored_medians: Mapping[GroupKey, float],
@@ -139,12 +175,13 @@ def check_peers(
     medians = _medians(stored_medians, candidates)
     eff = _Efficiencies(specs)
     leaders = _leaders(medians, eff)
+    fp32_counts = _fp32_counts(medians)
     for row in candidates:
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
         if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
             row.status, row.reason = "outlier", SUPERLINEAR_SCALING
             continue
-        if slower_than_fp32(row.value, prec, medians.get((gid, wid, "fp32", count))):
+        if _slower_than_fp32(row.value, gid, wid, prec, count, medians, fp32_counts):
             row.status, row.reason = "outlier", SLOWER_THAN_FP32
             continue
         mine = eff(gid, row.value, count, prec)

@@ -17,6 +17,7 @@ from service.domain.plausibility import (
     efficiency,
     implausible_vs_peers,
     slower_than_fp32,
+    slower_than_fp32_on_fewer_gpus,
     superlinear,
 )
 from service.ingest.peers import GpuSpec, check_peers
@@ -60,7 +61,18 @@ def reference(rows, stored, specs, memory_bound):
         if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
             verdicts[i] = SUPERLINEAR_SCALING
             continue
-        if slower_than_fp32(row.value, prec, medians.get((gid, wid, "fp32", count))):
+        fp32 = medians.get((gid, wid, "fp32", count))
+        fewer = [c for (g, w, p, c) in medians if (g, w, p) == (gid, wid, "fp32") and c < count]
+        if fp32 is not None:
+            slower = slower_than_fp32(row.value, prec, fp32)
+        elif fewer:
+            k = max(fewer)
+            slower = slower_than_fp32_on_fewer_gpus(
+                row.value, prec, count, k, medians[(gid, wid, "fp32", k)]
+            )
+        else:
+            slower = False
+        if slower:
             verdicts[i] = SLOWER_THAN_FP32
             continue
         mine = eff(gid, row.value, count, prec)
@@ -139,9 +151,34 @@ def test_a_reduced_precision_run_below_half_its_fp32_run_is_a_failed_run():
     specs = {1: GpuSpec(rates, 448.0)}
     fp32 = new_row((1, 1, "fp32", 1), 24262.0, "accepted")
     failed = new_row((1, 1, "fp16", 1), 3029.0, "accepted")
-    other_count = new_row((1, 1, "fp16", 2), 5730.0, "accepted")  # no 2-GPU fp32 run to judge by
     half = new_row((1, 2, "fp16", 1), 0.6 * 24262.0, "accepted")
     stored = {(1, 2, "fp32", 1): 24262.0}
-    check_peers([fp32, failed, other_count, half], stored, specs, {1: False, 2: False})
+    check_peers([fp32, failed, half], stored, specs, {1: False, 2: False})
     assert (failed.status, failed.reason) == ("outlier", SLOWER_THAN_FP32)
-    assert (fp32.status, other_count.status, half.status) == ("accepted",) * 3
+    assert (fp32.status, half.status) == ("accepted",) * 2
+
+
+def test_without_fp32_at_its_count_a_run_is_judged_per_gpu_against_fewer_gpus():
+    """Lambda's 16-GPU RTX A4000 WaveGlow fp16 cell (47,115 samples/s) has no accepted 16-GPU
+    FP32 median (that cell is superlinear); per GPU it is 0.14 of the 8-GPU FP32 share."""
+    rates = PeakRates(fp32=19.2, fp16_tensor=76.7)
+    specs = {1: GpuSpec(rates, 448.0)}
+    stored = {(1, 1, "fp32", 1): 24262.0, (1, 1, "fp32", 8): 165046.0}
+    failed = new_row((1, 1, "fp16", 16), 47115.0, "accepted")
+    # A weak-library run: per GPU 0.5 of 8-GPU FP32 scaling, at 0.55 of FP32 speed: kept.
+    weak = new_row((1, 1, "fp16", 32), 32 * 0.5 * 0.55 * 165046.0 / 8, "accepted")
+    nothing_fewer = new_row((1, 2, "fp16", 4), 10.0, "accepted")  # no FP32 run at all
+    check_peers([failed, weak, nothing_fewer], stored, specs, {1: False, 2: False})
+    assert (failed.status, failed.reason) == ("outlier", SLOWER_THAN_FP32)
+    assert (weak.status, nothing_fewer.status) == ("accepted", "accepted")
+
+
+def test_fewer_gpus_rule_only_compares_reduced_precision_with_a_smaller_count():
+    assert slower_than_fp32_on_fewer_gpus(1.0, "fp16", 16, 8, 100.0)
+    assert not slower_than_fp32_on_fewer_gpus(1.0, "fp32", 16, 8, 100.0)
+    assert not slower_than_fp32_on_fewer_gpus(1.0, "fp16", 8, 8, 100.0)
+    assert not slower_than_fp32_on_fewer_gpus(1.0, "fp16", 4, 8, 100.0)
+    assert not slower_than_fp32_on_fewer_gpus(1.0, "fp16", 16, 8, 0.0)
+    # the floor: a quarter of the FP32 per-GPU share
+    assert not slower_than_fp32_on_fewer_gpus(16 * 0.26 * 100.0 / 8, "fp16", 16, 8, 100.0)
+    assert slower_than_fp32_on_fewer_gpus(16 * 0.24 * 100.0 / 8, "fp16", 16, 8, 100.0)
