@@ -68,6 +68,11 @@ def render_seeded_results(r: Any) -> str:
             lines.append(f"  skipped {sum(counter.values())} rows, {what} not in the DB: {names}")
     if r.invalid:
         lines.append(f"  skipped {r.invalid} rows the result schema refuses")
+    if r.rejudged:
+        reasons = ", ".join(f"{k} ({n})" for k, n in r.rejudged.most_common())
+        lines.append(
+            f"  {sum(r.rejudged.values())} stored results now outliers by today's gate: {reasons}"
+        )
     return "\n".join(lines)
 
 

@@ -10,6 +10,9 @@ Design decisions:
   re-seed stores nothing twice and never touches a status an admin set.
 - Rows whose GPU or workload is not in the database are skipped and counted, never guessed;
   rows the schema refuses (e.g. a precision the API does not know yet) are counted as invalid.
+- Then the corpus's stored accepted rows are judged again by the peers step
+  (service/ingest/rejudge.py), so a database seeded before a stricter rule refuses what a fresh
+  seed refuses; counted as `rejudged`.
 """
 
 from collections import Counter
@@ -23,6 +26,7 @@ from sqlmodel import Session, col, select
 from service.auth import create_api_key
 from service.catalog.corpus import CorpusRow, load_corpus
 from service.ingest.gate import store_results
+from service.ingest.rejudge import rejudge_peers
 from service.models import ApiKey, Gpu, Result, Workload
 from service.schemas.results import MAX_BATCH, ResultIn
 
@@ -49,6 +53,7 @@ class ResultSeedReport:
     skipped_gpu: Counter[str] = field(default_factory=Counter)
     skipped_workload: Counter[str] = field(default_factory=Counter)
     invalid: int = 0
+    rejudged: Counter[str] = field(default_factory=Counter)  # reason -> stored rows now outliers
 
 
 def _submitter(session: Session, source_key: str, keys: dict[str, ApiKey]) -> ApiKey:
@@ -153,4 +158,6 @@ def seed_results(session: Session, rows: list[CorpusRow] | None = None) -> Resul
             )
             report.stored += len(outcomes)
             report.statuses.update(o.status for o in outcomes)
+    submitter_ids = [k.id for k in keys.values() if k.id is not None]
+    report.rejudged.update(r.reason or "" for r in rejudge_peers(session, submitter_ids))
     return report

@@ -8,7 +8,8 @@ from sqlmodel import Session, col, select
 from service.catalog.corpus import CorpusRow, load_corpus
 from service.catalog.seed import seed
 from service.catalog.seed_results import seed_results
-from service.models import ApiKey, Gpu, Result, Workload
+from service.ingest.groups import refresh_groups
+from service.models import Aggregate, ApiKey, Gpu, Result, Workload
 
 
 def _accepted(engine):
@@ -46,6 +47,7 @@ def test_fresh_seed_meets_issue_11_targets_and_is_idempotent(db, client):
     assert "seed:lambda" in names and not filled
     again = seed(db).results
     assert again.stored == 0 and again.already == report.stored
+    assert not report.rejudged and not again.rejudged  # a fresh seed is the gate's fixed point
     with Session(db) as s:
         assert len(s.exec(select(Result.id)).all()) == total
 
@@ -73,6 +75,46 @@ def test_the_failed_a4000_waveglow_fp16_column_is_an_outlier_on_every_gpu_count(
     # 16 GPUs: judged per GPU against the 8-GPU FP32 cell
     for count in (*judged, 16):
         assert fp16[count] == ("outlier", "slower_than_fp32")
+
+
+def _a4000_waveglow_fp16(s, count):
+    """The 16- or 8-GPU fp16 row of the A4000's WaveGlow column, its group and its aggregate
+    (None before the group has been evaluated)."""
+    a4000 = s.exec(select(Gpu).where(Gpu.slug == "nvidia-rtx-a4000")).one()
+    waveglow = s.exec(select(Workload).where(Workload.slug == "waveglow-train")).one()
+    group = (a4000.id, waveglow.id, "fp16", count)
+
+    def of_group(table):
+        columns = (table.gpu_id, table.workload_id, table.precision, table.gpu_count)
+        return select(table).where(*(c == v for c, v in zip(columns, group, strict=True)))
+
+    return s.exec(of_group(Result)).one(), group, s.exec(of_group(Aggregate)).first()
+
+
+def test_reseed_refuses_what_a_stricter_gate_refuses_in_an_older_database(db):
+    """A database seeded before the cross-count FP32 rule holds the failed 16-GPU A4000 cell as
+    accepted; the next seed moves it to outlier and re-aggregates its group. A row an admin
+    locked as accepted stays accepted."""
+    seed(db)
+    with Session(db) as s:
+        for count in (16, 8):
+            row, group, _ = _a4000_waveglow_fp16(s, count)
+            row.status, row.reason = "accepted", None  # as the older gate left it
+            row.status_locked = count == 8  # an admin's verdict
+            s.add(row)
+            s.flush()
+            refresh_groups(s, [group])
+        s.commit()
+        assert _a4000_waveglow_fp16(s, 16)[2].n == 1
+    report = seed(db).results
+    assert report.stored == 0 and report.rejudged == Counter({"slower_than_fp32": 1})
+    with Session(db) as s:
+        row, _, aggregate = _a4000_waveglow_fp16(s, 16)
+        assert (row.status, row.reason) == ("outlier", "slower_than_fp32")
+        assert aggregate is not None and aggregate.n == 0
+        locked, _, _ = _a4000_waveglow_fp16(s, 8)
+        assert (locked.status, locked.status_locked) == ("accepted", True)
+    assert not seed(db).results.rejudged
 
 
 def test_reseed_keeps_an_admin_verdict(db):
