@@ -257,9 +257,24 @@ class Efficiencies:
     gpu: Mapping[tuple[str, str], float]  # (slug, kind)
     power_slope: float = 0.0
     power_center: float = 0.0
+    # (slug, kind) -> stack + architecture terms pooled without that GPU's residuals: what a
+    # cold prediction of a GPU with data would get (see held_out_log_multiplier)
+    without: Mapping[tuple[str, str], float] = field(default_factory=dict)
 
     def power(self, spec: GpuSpec) -> float:
         return _power_term(spec, self.power_slope, self.power_center)
+
+    def held_out_log_multiplier(self, spec: GpuSpec, kind: str) -> float:
+        """log_multiplier as if the GPU had no data: its stack and architecture terms pooled
+        from the other GPUs only. A GPU alone in its (stack, architecture) group, or the only
+        one of its stack with data of a kind, otherwise carries its own residuals into its
+        leave-one-out errors through those terms, and the bands made from them are too narrow
+        for a card nobody measured (held out cold, the group has no data at all)."""
+        shared = self.without.get((spec.slug, kind))
+        if shared is None:
+            return self.log_multiplier(spec, kind, own=False)
+        out = self.power(spec) + shared
+        return min(max(out, -MAX_LOG_MULTIPLIER), MAX_LOG_MULTIPLIER) if math.isfinite(out) else 0.0
 
     def log_multiplier(self, spec: GpuSpec, kind: str, own: bool = True) -> float:
         out = self.power(spec) + self.stack.get((spec.stack, kind), 0.0)
@@ -338,12 +353,34 @@ def shrink_groups(
     mean W / n_j) by moments; with one group, or fewer items than groups + 1, tau^2 = W (prior
     as wide as the noise). A group's mean is shrunk to 0 by tau^2 / (tau^2 + W / n_j).
     """
+    return _variance_components(values, weights, groups)[0]
+
+
+def _shrunk_mean(
+    items: Sequence[Item],
+    values: Mapping[Item, float],
+    weights: Mapping[Item, float],
+    tau2: float,
+    within: float,
+) -> float:
+    """A group's mean over `items`, shrunk to 0 by tau^2 / (tau^2 + W / n); 0 without items."""
+    if not items:
+        return 0.0
+    mean = float(np.average([values[i] for i in items], weights=[weights[i] for i in items]))
+    noise = within / len(items)
+    return mean * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
+
+
+def _variance_components(
+    values: Mapping[Item, float], weights: Mapping[Item, float], groups: Mapping[Item, K]
+) -> tuple[dict[K, float], float, float]:
+    """shrink_groups' shrunk means, with its tau^2 and W."""
     members: dict[K, list[Item]] = {}
     for item, g in groups.items():
         if item in values:
             members.setdefault(g, []).append(item)
     if not members:
-        return {}
+        return {}, 0.0, 0.0
     means = {
         g: float(np.average([values[i] for i in items], weights=[weights[i] for i in items]))
         for g, items in members.items()
@@ -363,11 +400,8 @@ def shrink_groups(
         )
     else:
         tau2 = within
-    out = {}
-    for g, mean in means.items():
-        noise = within / sizes[g]
-        out[g] = mean * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
-    return out
+    out = {g: _shrunk_mean(items, values, weights, tau2, within) for g, items in members.items()}
+    return out, tau2, within
 
 
 def _power_term(spec: GpuSpec, slope: float, center: float) -> float:
@@ -422,10 +456,15 @@ def pool_efficiencies(
         )
     count = {g: float(len(v)) for g, v in per_gpu.items()}
     mean = {g: float(np.mean(v)) for g, v in per_gpu.items()}
-    stack = shrink_groups(mean, count, {g: (specs[g[0]].stack, g[1]) for g in mean})
-    after_stack = {g: mean[g] - stack.get((specs[g[0]].stack, g[1]), 0.0) for g in mean}
-    group = shrink_groups(after_stack, count, {g: specs[g[0]].group for g in mean})
-    after_group = {g: after_stack[g] - group.get(specs[g[0]].group, 0.0) for g in mean}
+    stack_of = {g: (specs[g[0]].stack, g[1]) for g in mean}
+    stack, stack_tau2, stack_within = _variance_components(mean, count, stack_of)
+    after_stack = {g: mean[g] - stack.get(stack_of[g], 0.0) for g in mean}
+    group_of = {g: specs[g[0]].group for g in mean}
+    group, group_tau2, group_within = _variance_components(after_stack, count, group_of)
+    after_group = {g: after_stack[g] - group.get(group_of[g], 0.0) for g in mean}
+    without = _pooled_without_each_gpu(
+        mean, count, stack_of, group_of, (stack_tau2, stack_within), (group_tau2, group_within)
+    )
     # GPU level, per kind: the (GPU, kind)'s workloads are the items; noise = pooled variance
     # within (GPU, kind).
     own = {}
@@ -438,7 +477,42 @@ def pool_efficiencies(
     for g in mean:
         noise = within / count[g]
         own[g] = after_group[g] * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
-    return Efficiencies(stack, group, own, slope, center)
+    return Efficiencies(stack, group, own, slope, center, without)
+
+
+def _pooled_without_each_gpu(
+    mean: Mapping[tuple[str, str], float],
+    count: Mapping[tuple[str, str], float],
+    stack_of: Mapping[tuple[str, str], tuple[str, str]],
+    group_of: Mapping[tuple[str, str], tuple[str, str]],
+    stack_components: tuple[float, float],
+    group_components: tuple[float, float],
+) -> dict[tuple[str, str], float]:
+    """(slug, kind) -> stack + architecture terms with every (slug, *) item left out, for each
+    GPU with data and each kind of work in the data. The variance components (tau^2, W) stay
+    those of the whole fit: leaving one GPU out changes a group's mean and size, which is what
+    a held-out GPU's prediction depends on."""
+    kinds = {k for _, k in mean}
+    by_stack: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    by_group: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for item in mean:
+        by_stack.setdefault(stack_of[item], []).append(item)
+        by_group.setdefault(group_of[item], []).append(item)
+    out: dict[tuple[str, str], float] = {}
+    for slug in {g for g, _ in mean}:
+        mine = next(item for item in mean if item[0] == slug)
+        stack_name, group = stack_of[mine][0], group_of[mine]
+
+        def stack_term(kind: str, slug: str = slug, stack_name: str = stack_name) -> float:
+            others = [i for i in by_stack.get((stack_name, kind), []) if i[0] != slug]
+            return _shrunk_mean(others, mean, count, *stack_components)
+
+        others = [i for i in by_group.get(group, []) if i[0] != slug]
+        after_stack = {i: mean[i] - stack_term(i[1]) for i in others}
+        group_term = _shrunk_mean(others, after_stack, count, *group_components)
+        for kind in kinds:
+            out[(slug, kind)] = stack_term(kind) + group_term
+    return out
 
 
 # --------------------------------------------------------------------------- the model
@@ -786,13 +860,14 @@ def _loo_errors(
     method: str,
 ) -> tuple[float, ...]:
     """log(predicted / measured) for each GPU, predicted from a fit on the others, as for a
-    GPU without data of its own (stack and architecture efficiency only)."""
+    GPU without data of its own (stack and architecture efficiency pooled from the other GPUs:
+    Efficiencies.held_out_log_multiplier)."""
     if len(rows) < 2:
         return ()
     rates = np.array([specs[o.gpu].rates(wl.precision) for o in rows])
     design = _design(rates)
     mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu], wl.kind)) for o in rows])
-    cold = np.array([math.exp(eff.log_multiplier(specs[o.gpu], wl.kind, own=False)) for o in rows])
+    cold = np.array([math.exp(eff.held_out_log_multiplier(specs[o.gpu], wl.kind)) for o in rows])
     measured = np.array([o.median for o in rows])
     times = mult / measured
     out = []

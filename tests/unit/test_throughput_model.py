@@ -254,6 +254,27 @@ def test_a_stack_efficiency_learned_on_one_kind_of_work_stays_there() -> None:
     assert abs(eff.log_multiplier(r0, "")) < 0.05
 
 
+def test_held_out_multiplier_leaves_the_gpus_own_residuals_out_of_its_groups() -> None:
+    """A GPU alone in its architecture, 40% faster than the model everywhere: its architecture
+    term is learned from it alone, so a leave-one-out error that keeps that term hides what a
+    card nobody measured would get. Held out, it gets the other GPUs' terms (about 0 here); a
+    GPU among many peers of its architecture gets about the same terms either way."""
+    specs = {f"g{i}": gpu(f"g{i}", 100, 10, 1000) for i in range(8)}
+    specs["solo"] = gpu("solo", 100, 10, 1000, arch="b")
+    rng = np.random.default_rng(13)
+    residuals = {(g, f"w{j}"): float(rng.normal(0, 0.03)) for g in specs for j in range(6)}
+    residuals |= {("solo", f"w{j}"): math.log(1.4) for j in range(6)}
+    eff = tm.pool_efficiencies(residuals, specs)
+    solo, peer = specs["solo"], specs["g0"]
+    assert eff.log_multiplier(solo, "", own=False) > 0.15  # its own residuals, via its group
+    assert abs(eff.held_out_log_multiplier(solo, "")) < 0.05
+    assert eff.held_out_log_multiplier(peer, "") == pytest.approx(
+        eff.log_multiplier(peer, "", own=False), abs=0.02
+    )
+    unseen = gpu("unseen", 100, 10, 1000, arch="c")  # no data: the plain cold multiplier
+    assert eff.held_out_log_multiplier(unseen, "") == eff.log_multiplier(unseen, "", own=False)
+
+
 def test_unmeasured_workload_borrows_from_nearest_of_its_kind() -> None:
     gpus, _, obs = world(8, seed=12)
     wls = [
