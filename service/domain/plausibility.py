@@ -48,6 +48,21 @@ def peak_tflops(rates: PeakRates, precision: str) -> float:
     return max(v for v in values if v is not None)
 
 
+def fp16_accumulate_tflops(rates: PeakRates) -> float:
+    """FP16 matrix rate with FP16 accumulation: the catalog's fp16 rate, or half the int8 rate
+    where that is higher.
+
+    The catalog's GeForce RTX 20-50 tensor rates are the FP32-accumulate ones, half the
+    FP16-accumulate rate (service/catalog/SOURCES.md); professional, datacenter and Titan parts
+    run both at the full rate. NVIDIA's INT8 tensor rate is twice the full-rate FP16 one from
+    Turing on, so half of it is the FP16-accumulate rate on every such card (RTX 4090: 660.6 / 2
+    = 330.3, the Ada whitepaper's figure; RTX 3090: 142; RTX 5090: 419; RTX A6000, H100: equal
+    to their FP16 rate), while for GPUs whose int8 rate is not twice their fp16 rate (Volta,
+    RDNA3, Apple) the fp16 rate stands."""
+    fp16 = peak_tflops(rates, "fp16")
+    return max(fp16, rates.int8 / 2) if rates.int8 else fp16
+
+
 def implied_tflops(value: float, flops_per_unit: float, gpu_count: int) -> float:
     """Arithmetic rate per GPU that a throughput of `value` units/s implies."""
     return value * flops_per_unit / gpu_count / 1e12

@@ -91,6 +91,7 @@ K = TypeVar("K", bound=Hashable)
 Item = TypeVar("Item", bound=Hashable)
 
 NOMINAL_COVERAGE = 0.8
+FP16_ACCUMULATE = "fp16+acc16"  # matrix_tflops key: fp16 GEMMs with fp16 accumulation
 MIN_NNLS_GPUS = 5  # a free fit of 4 work terms + overhead: at least as many GPUs as terms
 MIN_CONFORMAL = 5  # fewer own leave-one-out errors: pool over workloads of the same kind
 SIMILAR_WORKLOADS = 3
@@ -202,6 +203,13 @@ class WorkloadSpec:
     memory_bound: bool
     kind: str = ""  # phase: "" (training, batch inference), prefill or decode
     unit: str = ""  # what one unit is (tokens/s, images/s): the data a step processes
+    # the GpuSpec.matrix_tflops key its matrix math runs at where that is not its precision
+    # (FP16_ACCUMULATE: fp16 GEMMs accumulating in fp16)
+    matmul: str = ""
+
+    @property
+    def rate_key(self) -> str:
+        return self.matmul or self.precision
 
 
 @dataclass(frozen=True)
@@ -617,7 +625,7 @@ class FittedModel:
 def _throughput(
     fit: WorkloadFit, spec: GpuSpec, wl: WorkloadSpec, eff: Efficiencies, own: bool = True
 ) -> float:
-    t = fit.time(spec.rates(wl.precision))
+    t = fit.time(spec.rates(wl.rate_key))
     return math.exp(eff.log_multiplier(spec, wl.kind, own)) / t if t > 0 else math.nan
 
 
@@ -743,7 +751,7 @@ def fit(
             if f is None or f.method == "borrowed":
                 continue
             for o in rows:
-                t = f.time(specs[o.gpu].rates(wls[w].precision))
+                t = f.time(specs[o.gpu].rates(wls[w].rate_key))
                 if math.isfinite(t) and t > 0:
                     residuals[(o.gpu, w)] = math.log(o.median * t)
         eff = pool_efficiencies(residuals, specs, {w: wl.kind for w, wl in wls.items()})
@@ -800,7 +808,7 @@ def _fit_workloads(
         if not rows:
             continue
         wl = wls[w]
-        rates = np.array([specs[o.gpu].rates(wl.precision) for o in rows])
+        rates = np.array([specs[o.gpu].rates(wl.rate_key) for o in rows])
         design = _design(rates)
         # Measured time, adjusted by each GPU's efficiency: model time = measured x e_g.
         mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu], wl.kind)) for o in rows])
@@ -869,7 +877,7 @@ def _loo_errors(
     Efficiencies.held_out_log_multiplier)."""
     if len(rows) < 2:
         return ()
-    rates = np.array([specs[o.gpu].rates(wl.precision) for o in rows])
+    rates = np.array([specs[o.gpu].rates(wl.rate_key) for o in rows])
     design = _design(rates)
     mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu], wl.kind)) for o in rows])
     cold = np.array([math.exp(eff.held_out_log_multiplier(specs[o.gpu], wl.kind)) for o in rows])

@@ -32,7 +32,7 @@ from sqlmodel import Session, col, select
 from service.catalog.peaks import CALIBRATED_RATE, peak_rates
 from service.domain import estimate as est
 from service.domain import throughput_model as tm
-from service.domain.plausibility import peak_tflops
+from service.domain.plausibility import fp16_accumulate_tflops, peak_tflops
 from service.domain.vocabulary import PRECISIONS
 from service.models import Aggregate, Calibration, Gpu, Workload
 
@@ -43,8 +43,22 @@ def model_key(slug: str, precision: str) -> str:
     return f"{slug}@{precision}"
 
 
+# A GGUF F16 model's prompt processing (llama-bench pp: a workload with the GGUF file type
+# "f16" and phase prefill) multiplies a batch of more than 32 tokens with cuBLAS in fp16 with
+# fp16 accumulation (CUBLAS_COMPUTE_16F) on NVIDIA GPUs from Volta on: ggml-cuda.cu
+# ggml_cuda_op_mul_mat_cublas at ggml-org/llama.cpp@4426e298 (b2824, 2024-05-08, the build of
+# most of the corpus's llama-bench rows), and still so for F16 weights in later builds. A
+# GeForce card does that at twice its FP32-accumulate catalog rate. Costed at the catalog
+# fp16 rate, the leave-one-GPU-out estimates of the four Llama-3-8B F16 prompt workloads
+# put the RTX 4090, 4080 and 3090 at 0.62-0.77 of their measurements and the RTX 6000 Ada, A40
+# and A6000 at 1.17-1.30 (median MdAPE 13.9-17.3%, p90 24.7-37.1%). Quantized weights are left
+# at their compute precision (vocabulary.COMPUTE_PRECISION: int8 MMQ kernels since June 2024).
+FP16_ACCUMULATE_QUANTS = frozenset({"f16", "fp16"})
+
+
 def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
     decode = workload.memory_bound or workload.phase == "decode"
+    fp16_accumulate = workload.phase == "prefill" and workload.quant in FP16_ACCUMULATE_QUANTS
     return tm.WorkloadSpec(
         model_key(workload.slug, precision),
         precision,
@@ -52,6 +66,7 @@ def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
         decode,
         workload.phase or "",
         workload.unit,
+        tm.FP16_ACCUMULATE if fp16_accumulate and precision == "fp16" else "",
     )
 
 
@@ -84,7 +99,10 @@ def gpu_spec(gpu: Gpu, calibration: dict[str, float]) -> tm.GpuSpec:
         vendor=gpu.vendor,
         architecture=gpu.architecture,
         stack=gpu.stack or tm.derive_stack(gpu.vendor, gpu.market),
-        matrix_tflops={p: peak_tflops(rates, p) for p in PRECISIONS},
+        matrix_tflops={
+            **{p: peak_tflops(rates, p) for p in PRECISIONS},
+            tm.FP16_ACCUMULATE: fp16_accumulate_tflops(rates),
+        },
         fp32_tflops=gpu.fp32_tflops,
         bandwidth_gbs=gpu.memory_bandwidth_gbs,
         calibration=calibration,

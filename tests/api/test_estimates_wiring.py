@@ -120,3 +120,30 @@ def test_a_gpu_measured_only_in_an_eight_gpu_system_is_estimated_near_its_per_gp
     h100 = next(r for r in items if r["gpu"] == "nvidia-h100-sxm")
     assert h100["basis"] == "estimated"
     assert h100["throughput_low"] <= 3000 * 1.1 and h100["throughput_high"] >= 3000 * 0.9
+
+
+def test_gguf_f16_prompt_processing_is_costed_at_the_fp16_accumulate_rate():
+    """llama.cpp multiplies an F16 model's prompt in fp16 with fp16 accumulation: on a GeForce
+    card twice the catalog's FP32-accumulate rate; quantized and decode workloads, and training
+    at fp16, keep their precision's rate."""
+    from service.models import Gpu, Workload
+    from service.read_model.estimates import gpu_spec, workload_spec
+
+    def wl(quant, phase, precision):
+        return Workload(slug="w", name="w", unit="tokens/s", precision=precision, quant=quant,
+                        phase=phase)  # fmt: skip
+
+    assert workload_spec(wl("f16", "prefill", "fp16"), "fp16").rate_key == tm.FP16_ACCUMULATE
+    for quant, phase, precision in [
+        ("q4_k_m", "prefill", "q4_k_m"),
+        ("f16", "decode", "fp16"),
+        (None, None, "fp16"),
+    ]:
+        assert workload_spec(wl(quant, phase, precision), precision).rate_key == precision
+    geforce = Gpu(slug="g", vendor="nvidia", name="g", architecture="ada", market="consumer",
+                  memory_gb=24, memory_bandwidth_gbs=1008, fp32_tflops=82.6,
+                  fp16_tensor_tflops=165.2, bf16_tensor_tflops=165.2, int8_tops=660.6,
+                  source="test")  # fmt: skip
+    spec = gpu_spec(geforce, {})
+    prefill = workload_spec(wl("f16", "prefill", "fp16"), "fp16")
+    assert spec.rates(prefill.rate_key)[0] == pytest.approx(2 * spec.rates("fp16")[0], rel=1e-3)

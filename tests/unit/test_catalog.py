@@ -6,6 +6,7 @@ import re
 import pytest
 
 from service.catalog import loaders as catalog
+from service.domain.plausibility import PeakRates, fp16_accumulate_tflops, peak_tflops
 
 REQUIRED = [
     "nvidia-gtx-1070",
@@ -119,3 +120,31 @@ def test_scaling_profiles_never_superlinear_and_non_increasing():
         assert points[0] == (1, 1.0), key
         effs = [e for _, e in points]
         assert all(a >= b for a, b in itertools.pairwise(effs)), key
+
+
+# FP16-accumulate tensor rates as NVIDIA's whitepapers state them (dense): Ada Appendix A (RTX
+# 4090 330.3), GA102 (RTX 3090 142; RTX A6000 154.8, full rate), RTX Blackwell GB202 (RTX 5090
+# 419), TITAN RTX product page (130.5 at its boost clock, full rate), V100 datasheet (125).
+FP16_ACCUMULATE = {
+    "nvidia-rtx-4090": 330.3,
+    "nvidia-rtx-3090": 142.0,
+    "nvidia-rtx-5090": 419.0,
+    "nvidia-rtx-a6000": 154.8,
+    "nvidia-titan-rtx": 130.5,
+    "nvidia-v100-sxm2-16gb": 125.0,
+}
+
+
+def test_fp16_accumulate_rate_is_the_whitepapers_figure(gpus):
+    for slug, stated in FP16_ACCUMULATE.items():
+        g = gpus[slug]
+        rates = PeakRates(
+            g.fp32_tflops, g.fp16_tflops, g.tf32_tensor_tflops, g.fp16_tensor_tflops,
+            g.bf16_tensor_tflops, g.fp8_tensor_tflops, g.int8_tops,
+        )  # fmt: skip
+        assert fp16_accumulate_tflops(rates) == pytest.approx(stated, rel=0.005), slug
+    # no int8 rate twice the fp16 one: the fp16 rate stands (RDNA3's int8 equals its fp16)
+    xtx = gpus["amd-rx-7900-xtx"]
+    rates = PeakRates(xtx.fp32_tflops, xtx.fp16_tflops, fp16_tensor=xtx.fp16_tensor_tflops,
+                      int8=xtx.int8_tops)  # fmt: skip
+    assert fp16_accumulate_tflops(rates) == peak_tflops(rates, "fp16")
