@@ -90,6 +90,7 @@ class Estimate:
     model: str  # measured | fit | spec-ratio | roofline-prior
     mad: float | None = None  # of the measured results, when measured
     band: float = 0.8  # nominal coverage of low..high
+    frameworks: tuple[str, ...] = ()  # of the measured results, when measured (llm.c, pytorch)
 
     @property
     def relative_error(self) -> float:

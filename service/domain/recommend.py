@@ -141,7 +141,9 @@ def _fmt(value: float) -> str:
 
 def _basis_phrase(config: Configuration, unit: str) -> str:
     if config.basis == "measured":
-        return f"median of {config.n} accepted results"
+        frameworks = config.candidate.estimate.frameworks if config.count == 1 else ()
+        with_ = f" ({', '.join(frameworks)})" if frameworks else ""
+        return f"median of {config.n} accepted results{with_}"
     likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
     model = config.candidate.estimate.model
     band = f"{config.candidate.estimate.band:.0%} band"

@@ -34,9 +34,12 @@ from service.domain import estimate as est
 from service.domain import throughput_model as tm
 from service.domain.plausibility import fp16_accumulate_tflops, peak_tflops
 from service.domain.vocabulary import PRECISIONS
-from service.models import Aggregate, Calibration, Gpu, Workload
+from service.models import Aggregate, Calibration, Gpu, Result, Workload
 
 log = logging.getLogger(__name__)
+# The statuses whose values feed an aggregate's median (ingest.groups.AGGREGATE_STATUSES; not
+# imported: ingest.store needs the models imported first; a unit test checks they agree).
+COUNTED_STATUSES = ("accepted", "verified")
 
 
 def model_key(slug: str, precision: str) -> str:
@@ -120,6 +123,9 @@ class ModelInputs:
     observations: list[tm.Observation]
     rows: dict[int, Gpu]
     calibration: dict[int, dict[str, float]]
+    # (GPU slug, model workload key) -> frameworks of its counted single-GPU results: a
+    # measured value from llm.c is not one from PyTorch, and the answer says which
+    frameworks: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 def load_inputs(session: Session) -> ModelInputs:
@@ -161,8 +167,32 @@ def load_inputs(session: Session) -> ModelInputs:
         )
     observations.sort(key=lambda o: (o.workload, o.gpu))
     return ModelInputs(
-        specs, list(wl_specs.values()), observations, {g.id or -1: g for g in gpus}, cal
+        specs,
+        list(wl_specs.values()),
+        observations,
+        {g.id or -1: g for g in gpus},
+        cal,
+        _frameworks(session, slug_of, workloads),
     )
+
+
+def _frameworks(
+    session: Session, slug_of: dict[int | None, str], workloads: dict[int | None, Workload]
+) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Frameworks of each (GPU, workload@precision)'s counted single-GPU results: one grouped
+    read per data version (the fit's inputs are cached with it)."""
+    rows = session.exec(
+        select(Result.gpu_id, Result.workload_id, Result.precision, Result.framework)
+        .where(Result.gpu_count == 1, col(Result.status).in_(COUNTED_STATUSES))
+        .distinct()
+    ).all()
+    out: dict[tuple[str, str], set[str]] = {}
+    for gpu_id, workload_id, precision, framework in rows:
+        w = workloads.get(workload_id)
+        if w is None or gpu_id not in slug_of:
+            continue
+        out.setdefault((slug_of[gpu_id], model_key(w.slug, precision)), set()).add(framework)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def fingerprint(session: Session) -> Hashable:
@@ -231,6 +261,9 @@ class EstimateModel:
                     p.model,
                     o.mad if o is not None else None,
                     p.band,
+                    self.inputs.frameworks.get((g.slug, spec.slug), ())
+                    if p.basis == "measured"
+                    else (),
                 )
             return out
         return _prior(self.inputs, workload, precision)

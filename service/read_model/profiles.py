@@ -34,12 +34,9 @@ from service.domain.scaling import (
     fit_profiles,
 )
 from service.models import Aggregate, Gpu, Result, ScalingProfile, Workload
-from service.read_model.estimates import fingerprint
+from service.read_model.estimates import COUNTED_STATUSES, fingerprint
 
 GroupKey = tuple[int, int, str, int]  # gpu_id, workload_id, precision, gpu_count
-# The statuses whose values feed an aggregate's median (ingest.groups.AGGREGATE_STATUSES; not
-# imported: ingest.store needs the models imported first; a unit test checks they agree).
-COUNTED_STATUSES = ("accepted", "verified")
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ def ranking_rows(
                 n=e.n,
                 mad=e.mad,
                 band=e.band,
+                frameworks=list(e.frameworks),
                 relative_performance=snapshot.relative(e.value),
                 price=price_info(c, snapshot),
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
@@ -246,6 +247,9 @@ def _recommendation(
         why=why(config, rank, budget, unit, reference, extra(config)),
         **_availability(cand),
         band=cand.estimate.band,
+        frameworks=list(cand.estimate.frameworks)
+        if config.basis == "measured" and config.count == 1
+        else [],
     )
 
 

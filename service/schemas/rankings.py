@@ -72,9 +72,19 @@ class AnswerRow(BaseModel):
     )
 
 
+def _frameworks() -> list[str]:
+    return Field(
+        default_factory=list,
+        description="Frameworks of the single-GPU results behind a measured value (llm.c, "
+        "pytorch, llama.cpp...): a measurement made with another framework than yours may not "
+        "carry over. Empty for an estimate. Last, so that CSV columns before it keep their place.",
+    )
+
+
 class RankingItem(AnswerRow):
     mad: float | None
     price: PriceInfo | None
+    frameworks: list[str] = _frameworks()
 
 
 class AskEcho(BaseModel):
@@ -112,6 +122,7 @@ class Recommendation(AnswerRow):
         "measured results) | profile:<fw>/<link> (assumed profile) | tensor-parallel:<link>"
     )
     why: str
+    frameworks: list[str] = _frameworks()
 
 
 class Recommendations(AskEcho):

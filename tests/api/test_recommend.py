@@ -342,3 +342,26 @@ def test_empty_answer_hint_names_the_missing_condition(client, db):
     assert "no priced GPU" not in used["hint"]
     huge = client.get("/recommend", params=params | {"min_memory_gb": 5000}).json()
     assert huge["hint"] == "no priced GPU in the catalog has 5000 GB or more"
+
+
+def test_a_measured_value_says_which_frameworks_measured_it(client, keys):
+    """A measured median made with llm.c is not one made with PyTorch: rankings and
+    recommendations name the frameworks of the single-GPU results behind it; an estimate
+    names none."""
+    rows = [
+        {"gpu": "nvidia-rtx-3090", "workload": "llm-train", "value": v, "precision": "bf16",
+         "framework": fw, "gpu_count": 1}
+        for v, fw in [(60000.0, "llm.c"), (61000.0, "pytorch"), (62000.0, "llm.c")]
+    ]  # fmt: skip
+    response = client.post("/results", json={"results": rows}, headers=keys.auth(keys.submitter))
+    assert response.status_code == 201, response.text
+    items = client.get("/rankings", params={"workload": "llm-train"}).json()["items"]
+    by_gpu = {i["gpu"]: i for i in items}
+    assert by_gpu["nvidia-rtx-3090"]["frameworks"] == ["llm.c", "pytorch"]
+    assert all(i["frameworks"] == [] for i in items if i["basis"] == "estimated")
+    recs = client.get(
+        "/recommend", params={"budget": 20000, "workload": "llm-train", "limit": 50, "max_gpus": 1}
+    ).json()["recommendations"]
+    mine = next(r for r in recs if r["gpu"] == "nvidia-rtx-3090")
+    assert mine["frameworks"] == ["llm.c", "pytorch"]
+    assert "median of 3 accepted results (llm.c, pytorch)" in mine["why"]
