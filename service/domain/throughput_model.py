@@ -369,19 +369,16 @@ def shrink_groups(
     return _variance_components(values, weights, groups)[0]
 
 
-def _shrunk_mean(
-    items: Sequence[Item],
-    values: Mapping[Item, float],
-    weights: Mapping[Item, float],
-    tau2: float,
-    within: float,
-) -> float:
-    """A group's mean over `items`, shrunk to 0 by tau^2 / (tau^2 + W / n); 0 without items."""
-    if not items:
-        return 0.0
-    mean = float(np.average([values[i] for i in items], weights=[weights[i] for i in items]))
-    noise = within / len(items)
+def _shrink(mean: float, n: int | float, tau2: float, within: float) -> float:
+    """A group mean over `n` items shrunk to 0 by tau^2 / (tau^2 + W / n)."""
+    noise = within / n
     return mean * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
+
+
+def _weighted_mean(
+    items: Sequence[Item], values: Mapping[Item, float], weights: Mapping[Item, float]
+) -> float:
+    return float(np.average([values[i] for i in items], weights=[weights[i] for i in items]))
 
 
 def _variance_components(
@@ -394,10 +391,7 @@ def _variance_components(
             members.setdefault(g, []).append(item)
     if not members:
         return {}, 0.0, 0.0
-    means = {
-        g: float(np.average([values[i] for i in items], weights=[weights[i] for i in items]))
-        for g, items in members.items()
-    }
+    means = {g: _weighted_mean(items, values, weights) for g, items in members.items()}
     sizes = {g: len(items) for g, items in members.items()}
     n_items = sum(sizes.values())
     dev = [values[i] - means[g] for g, items in members.items() for i in items]
@@ -413,8 +407,7 @@ def _variance_components(
         )
     else:
         tau2 = within
-    out = {g: _shrunk_mean(items, values, weights, tau2, within) for g, items in members.items()}
-    return out, tau2, within
+    return {g: _shrink(means[g], sizes[g], tau2, within) for g in members}, tau2, within
 
 
 def _power_term(spec: GpuSpec, slope: float, center: float) -> float:
@@ -488,8 +481,7 @@ def pool_efficiencies(
     noise_mean = float(np.mean([within / count[g] for g in mean]))
     tau2 = max(0.0, float(np.mean(spread**2)) - noise_mean) if len(spread) > 1 else within
     for g in mean:
-        noise = within / count[g]
-        own[g] = after_group[g] * (tau2 / (tau2 + noise)) if tau2 + noise > 0 else 0.0
+        own[g] = _shrink(after_group[g], count[g], tau2, within)
     return Efficiencies(stack, group, own, slope, center, without)
 
 
@@ -508,23 +500,37 @@ def _pooled_without_each_gpu(
     kinds = {k for _, k in mean}
     by_stack: dict[tuple[str, str], list[tuple[str, str]]] = {}
     by_group: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    first_item: dict[str, tuple[str, str]] = {}
     for item in mean:
         by_stack.setdefault(stack_of[item], []).append(item)
         by_group.setdefault(group_of[item], []).append(item)
+        first_item.setdefault(item[0], item)
+
+    def pooled(
+        items: list[tuple[str, str]],
+        values: Mapping[tuple[str, str], float],
+        components: tuple[float, float],
+    ) -> float:
+        if not items:
+            return 0.0
+        return _shrink(_weighted_mean(items, values, count), len(items), *components)
+
     out: dict[tuple[str, str], float] = {}
-    for slug in {g for g, _ in mean}:
-        mine = next(item for item in mean if item[0] == slug)
+    for slug, mine in first_item.items():
         stack_name, group = stack_of[mine][0], group_of[mine]
-
-        def stack_term(kind: str, slug: str = slug, stack_name: str = stack_name) -> float:
-            others = [i for i in by_stack.get((stack_name, kind), []) if i[0] != slug]
-            return _shrunk_mean(others, mean, count, *stack_components)
-
+        stack_term = {
+            kind: pooled(
+                [i for i in by_stack.get((stack_name, kind), []) if i[0] != slug],
+                mean,
+                stack_components,
+            )
+            for kind in kinds
+        }
         others = [i for i in by_group.get(group, []) if i[0] != slug]
-        after_stack = {i: mean[i] - stack_term(i[1]) for i in others}
-        group_term = _shrunk_mean(others, after_stack, count, *group_components)
+        after_stack = {i: mean[i] - stack_term[i[1]] for i in others}
+        group_term = pooled(others, after_stack, group_components)
         for kind in kinds:
-            out[(slug, kind)] = stack_term(kind) + group_term
+            out[(slug, kind)] = stack_term[kind] + group_term
     return out
 
 
