@@ -21,12 +21,11 @@ from collections.abc import Collection
 
 from sqlmodel import Session, col, select
 
-from service.catalog.peaks import peak_rates
 from service.ingest.groups import lock_groups, refresh_groups
 from service.ingest.known import read_known
-from service.ingest.peers import GpuSpec, check_peers
+from service.ingest.peers import check_peers
 from service.ingest.rows import GroupKey, NewRow
-from service.models import Gpu, Result, Workload, utcnow
+from service.models import Result, Workload, utcnow
 
 
 def _as_new_row(r: Result) -> NewRow:
@@ -66,15 +65,14 @@ def rejudge_peers(session: Session, submitter_ids: Collection[int]) -> list[Resu
         return []
     rows = [_as_new_row(r) for r in stored]
     lock_groups(session, sorted({row.group for row in rows}))
+    # an accepted row's group has an aggregate, so known.specs holds every GPU judged here
     known = read_known(session, {r.workload_id for r in stored})
-    gpus = session.exec(select(Gpu).where(col(Gpu.id).in_({r.gpu_id for r in stored}))).all()
-    specs = {g.id: GpuSpec(peak_rates(g), g.memory_bandwidth_gbs) for g in gpus if g.id}
     memory_bound = {
         wid: bound
         for wid, bound in session.exec(select(Workload.id, Workload.memory_bound))
         if wid is not None
     }
-    check_peers(rows, known.medians, {**known.specs, **specs}, memory_bound)
+    check_peers(rows, known.medians, known.specs, memory_bound)
     flagged: list[Result] = []
     groups: set[GroupKey] = set()
     now = utcnow()
