@@ -26,6 +26,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from sqlalchemy import func
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -172,27 +173,40 @@ def load_inputs(session: Session) -> ModelInputs:
         observations,
         {g.id or -1: g for g in gpus},
         cal,
-        _frameworks(session, slug_of, workloads),
+        _single_gpu_frameworks(session, slug_of, workloads),
     )
 
 
-def _frameworks(
-    session: Session, slug_of: dict[int | None, str], workloads: dict[int | None, Workload]
-) -> dict[tuple[str, str], tuple[str, ...]]:
-    """Frameworks of each (GPU, workload@precision)'s counted single-GPU results: one grouped
-    read per data version (the fit's inputs are cached with it)."""
-    rows = session.exec(
-        select(Result.gpu_id, Result.workload_id, Result.precision, Result.framework)
-        .where(Result.gpu_count == 1, col(Result.status).in_(COUNTED_STATUSES))
+def group_frameworks(session: Session) -> dict[tuple[int, int, str, int], tuple[str, ...]]:
+    """(gpu_id, workload_id, precision, gpu_count) -> the frameworks of the group's counted
+    results, sorted: one read of the results per data version, by each cache that needs it."""
+    rows = session.execute(
+        sa_select(
+            col(Result.gpu_id),
+            col(Result.workload_id),
+            col(Result.precision),
+            col(Result.gpu_count),
+            col(Result.framework),
+        )
+        .where(col(Result.status).in_(COUNTED_STATUSES))
         .distinct()
     ).all()
-    out: dict[tuple[str, str], set[str]] = {}
-    for gpu_id, workload_id, precision, framework in rows:
-        w = workloads.get(workload_id)
-        if w is None or gpu_id not in slug_of:
-            continue
-        out.setdefault((slug_of[gpu_id], model_key(w.slug, precision)), set()).add(framework)
+    out: dict[tuple[int, int, str, int], set[str]] = {}
+    for gpu_id, workload_id, precision, count, framework in rows:
+        out.setdefault((gpu_id, workload_id, precision, count), set()).add(framework)
     return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+def _single_gpu_frameworks(
+    session: Session, slug_of: dict[int | None, str], workloads: dict[int | None, Workload]
+) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(GPU slug, workload@precision) -> frameworks of its counted single-GPU results."""
+    out = {}
+    for (gpu_id, workload_id, precision, count), fws in group_frameworks(session).items():
+        w = workloads.get(workload_id)
+        if count == 1 and w is not None and gpu_id in slug_of:
+            out[(slug_of[gpu_id], model_key(w.slug, precision))] = fws
+    return out
 
 
 def fingerprint(session: Session) -> Hashable:

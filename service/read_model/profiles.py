@@ -33,8 +33,8 @@ from service.domain.scaling import (
     data_parallel,
     fit_profiles,
 )
-from service.models import Aggregate, Gpu, Result, ScalingProfile, Workload
-from service.read_model.estimates import COUNTED_STATUSES, fingerprint
+from service.models import Aggregate, Gpu, ScalingProfile, Workload
+from service.read_model.estimates import fingerprint, group_frameworks
 
 GroupKey = tuple[int, int, str, int]  # gpu_id, workload_id, precision, gpu_count
 
@@ -89,24 +89,7 @@ class ScalingData:
 
 def _frameworks(session: Session) -> dict[GroupKey, str | None]:
     """The one framework of each group's accepted results (None when they mix frameworks)."""
-    rows = session.execute(
-        sa_select(
-            col(Result.gpu_id),
-            col(Result.workload_id),
-            col(Result.precision),
-            col(Result.gpu_count),
-            func.min(col(Result.framework)),
-            func.max(col(Result.framework)),
-        )
-        .where(col(Result.status).in_(COUNTED_STATUSES))
-        .group_by(
-            col(Result.gpu_id),
-            col(Result.workload_id),
-            col(Result.precision),
-            col(Result.gpu_count),
-        )
-    ).all()
-    return {(g, w, p, c): lo if lo == hi else None for g, w, p, c, lo, hi in rows}
+    return {k: fws[0] if len(fws) == 1 else None for k, fws in group_frameworks(session).items()}
 
 
 def measured_scalings(session: Session) -> list[MeasuredScaling]:

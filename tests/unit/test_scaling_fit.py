@@ -13,7 +13,7 @@ from service.domain.scaling import (
     scaling,
 )
 from service.ingest.groups import AGGREGATE_STATUSES
-from service.read_model.profiles import COUNTED_STATUSES
+from service.read_model.estimates import COUNTED_STATUSES
 
 ASSUMED = {("pytorch", "pcie", n): e for n, e in [(1, 1.0), (2, 0.95), (4, 0.9), (8, 0.82)]}
 
