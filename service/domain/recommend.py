@@ -41,6 +41,14 @@ class Configuration:
     n: int
 
     @property
+    def frameworks(self) -> tuple[str, ...]:
+        """Frameworks of the single-GPU results behind a measured single-GPU configuration
+        (a multi-GPU measurement is another group of results: none named)."""
+        if self.basis == "measured" and self.count == 1:
+            return self.candidate.estimate.frameworks
+        return ()
+
+    @property
     def total_price(self) -> float:
         assert self.candidate.price is not None
         return self.candidate.price.usd * self.count
@@ -141,8 +149,7 @@ def _fmt(value: float) -> str:
 
 def _basis_phrase(config: Configuration, unit: str) -> str:
     if config.basis == "measured":
-        frameworks = config.candidate.estimate.frameworks if config.count == 1 else ()
-        with_ = f" ({', '.join(frameworks)})" if frameworks else ""
+        with_ = f" ({', '.join(config.frameworks)})" if config.frameworks else ""
         return f"median of {config.n} accepted results{with_}"
     likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
     model = config.candidate.estimate.model

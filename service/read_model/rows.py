@@ -247,9 +247,7 @@ def _recommendation(
         why=why(config, rank, budget, unit, reference, extra(config)),
         **_availability(cand),
         band=cand.estimate.band,
-        frameworks=list(cand.estimate.frameworks)
-        if config.basis == "measured" and config.count == 1
-        else [],
+        frameworks=list(config.frameworks),
     )
 
 
