@@ -12,6 +12,7 @@ from typing import Any
 from service.catalog import llm
 from service.core.errors import InvalidInput, UnknownSlug
 from service.domain import llm_fit, memory
+from service.read_model.llm import Limits, Pool
 from service.read_model.rows import RecommendationAsk
 from service.schemas.queries import RecommendQuery
 
@@ -75,4 +76,35 @@ def recommendation_ask(q: RecommendQuery) -> RecommendationAsk:
         max_power_w=q.max_power_w,
         sort=q.sort,
         stack=q.stack,
+    )
+
+
+def refuse_for_models(**given: object) -> None:
+    """422 for a parameter a model= ask cannot honour (value not None), rather than an
+    answer that silently ignores it: LLM rows carry no cost of ownership (sort=tco), and an
+    ask is one model split over its GPUs, not replicas (mode=independent)."""
+    why = {
+        "sort": "sort=tco ranks by cost of ownership, which model= answers do not compute; "
+        "use sort=performance (or perf_per_dollar on /rankings)",
+        "mode": "a model= answer splits one copy of the model over its GPUs (tensor-parallel); "
+        "independent replicas are not offered for model= asks",
+    }
+    for name, value in given.items():
+        if value is not None:
+            raise InvalidInput.one(("query", name), why[name], "not_for_model_asks")
+
+
+def llm_limits(q: RecommendQuery) -> Limits:
+    """/recommend's constraints on a model= ask (budget, count, speed, power, pool)."""
+    refuse_for_models(
+        sort=q.sort if q.sort == "tco" else None,
+        mode=q.mode if q.mode == "independent" else None,
+    )
+    return Limits(
+        budget=q.budget,
+        max_gpus=q.max_gpus,
+        min_tokens_per_s=q.min_tokens_per_s,
+        max_power_w=q.max_power_w,
+        host_power_w=q.host_power_w,
+        pool=Pool(q.stack, q.min_memory_gb or 0.0),
     )

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.asks import ask_for
+from service.api.asks import ask_for, refuse_for_models
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.http_cache import http_cached
@@ -62,6 +62,8 @@ async def rankings(
             condition,
             sort,
             format,
+            llm_rows.Pool(stack, min_memory_gb or 0.0),
+            allow_stale,
         )
     read = await read_model.rankings(
         workload, precision, condition, min_memory_gb, sort, costs.settings(), allow_stale, stack
@@ -95,11 +97,15 @@ async def _llm_rankings(
     condition: ConditionChoice,
     sort: RankingSort,
     format: Format | None,
+    pool: llm_rows.Pool,
+    allow_stale: bool,
 ) -> Response:
-    """Every GPU's fewest-GPU configuration that fits the model, by tokens/s (or per dollar)."""
+    """Every GPU's (of `pool`) fewest-GPU configuration that fits the model, by tokens/s (or
+    per dollar)."""
     ask = ask_for(model, task, quant, context, batch)
-    data = await llm_rows.read(read_model.engine, read_model.settings, condition, ask)
-    rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort)
+    refuse_for_models(sort=sort if sort == "tco" else None)
+    data = await llm_rows.read(read_model.engine, read_model.settings, condition, ask, allow_stale)
+    rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort, pool)
     if wants_csv(request, format):
         return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
     answer = Rankings(

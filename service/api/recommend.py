@@ -5,7 +5,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.asks import ask_for, recommendation_ask
+from service.api.asks import ask_for, llm_limits, recommendation_ask
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.http_cache import http_cached
@@ -59,10 +59,11 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
     """/recommend for a model, task and format: configurations that fit, with headroom."""
     assert q.model is not None
     ask = ask_for(q.model, q.task, q.quant, q.context, q.batch)
-    data = await llm_rows.read(read_model.engine, read_model.settings, q.condition, ask)
-    items, hint = llm_rows.recommendation_rows(
-        ask, data, q.budget, q.max_gpus, q.framework, q.min_tokens_per_s, q.limit
+    limits = llm_limits(q)
+    data = await llm_rows.read(
+        read_model.engine, read_model.settings, q.condition, ask, q.allow_stale
     )
+    items, hint = llm_rows.recommendation_rows(ask, data, limits, q.framework, q.limit)
     return _respond(
         q,
         items,
@@ -79,6 +80,8 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
         context=ask.context,
         batch=ask.batch,
         min_tokens_per_s=q.min_tokens_per_s,
+        allow_stale=q.allow_stale,
+        stack=q.stack,
     )
 
 

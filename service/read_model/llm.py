@@ -35,7 +35,7 @@ from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.estimate import Estimate
 from service.domain.plausibility import PeakRates, peak_tflops
-from service.domain.prices import PriceObservation, current_price
+from service.domain.prices import PriceObservation, age_days, current_price
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.tco import PlatformCost, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
@@ -63,6 +63,21 @@ class GpuRow:
     price: PriceObservation | None
     unit_gpus: int = 1  # > 1: sold as a whole platform, whose price includes the box
     sold_as: str = "card"
+    stack: str = "cuda"
+    status: str = "in_production"
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Which GPUs an ask may offer: those on `stack` (when given) with at least
+    `min_memory_gb` each, as the fixed-workload answers filter them."""
+
+    stack: str | None = None
+    min_memory_gb: float = 0.0
+
+    def admits(self, gpu: GpuRow) -> bool:
+        on_stack = self.stack is None or gpu.stack == self.stack
+        return on_stack and gpu.memory_gb >= self.min_memory_gb
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,8 @@ class LlmData:
     train_reference: TrainReference | None = None
     fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
     platforms: dict[int, PlatformCost] = field(default_factory=dict)
+    today: date | None = None  # prices' age is counted from it
+    max_age_days: int = 0  # a price older than this is stale
 
 
 def _quant_name(text: str | None) -> str:
@@ -113,9 +130,11 @@ def load(
     today: date,
     max_age_days: int,
     train_precision: str | None = None,
+    allow_stale: bool = False,
 ) -> LlmData:
-    """GPUs with current prices, LLM aggregates and scaling profiles; with `train_precision`
-    also the training reference estimates at that precision."""
+    """GPUs with current prices (older than `max_age_days` too with `allow_stale`), LLM
+    aggregates and scaling profiles; with `train_precision` also the training reference
+    estimates at that precision."""
     prices: dict[int, list[PriceObservation]] = defaultdict(list)
     for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
         assert p.usd is not None
@@ -138,9 +157,12 @@ def load(
                 today,
                 max_age_days,
                 g.status == "in_production",
+                allow_stale,
             ),
             g.unit_gpus or 1,
             g.sold_as,
+            g.stack,
+            g.status,
         )
         for g in gpus
     ]
@@ -176,6 +198,8 @@ def load(
         reference,
         profiles.fitted_efficiency,
         platform_costs(session),
+        today,
+        max_age_days,
     )
 
 
@@ -268,14 +292,20 @@ class LlmOption:
 
 
 def options(
-    ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, priced_only: bool
+    ask: llm_fit.Ask,
+    data: LlmData,
+    max_gpus: int,
+    framework: str,
+    priced_only: bool,
+    pool: Pool = Pool(),
 ) -> list[LlmOption]:
-    """Every GPU's fewest-GPU configuration that fits `ask` (unranked)."""
+    """Every GPU's (of `pool`) fewest-GPU configuration that fits `ask` (unranked). What is
+    learned from measurements uses every GPU, whatever the pool."""
     learned = learn(data, ask.phase)
     measured = _measured_for(ask, data)
     out: dict[tuple[str, int], LlmOption] = {}
     for gpu in data.gpus:
-        if priced_only and gpu.price is None:
+        if (priced_only and gpu.price is None) or not pool.admits(gpu):
             continue
         count = llm_fit.gpus_needed(ask, gpu.memory_gb, max_gpus)
         if count is None:
@@ -389,11 +419,19 @@ def precision_of(quant: memory.Quantization) -> str:
     return quant.compute_precision
 
 
-def _price_info(gpu: GpuRow) -> PriceInfo | None:
+def _price_info(gpu: GpuRow, data: LlmData) -> PriceInfo | None:
     p = gpu.price
     if p is None:
         return None
-    return PriceInfo(usd=p.usd, condition=p.condition, source=p.source, observed_at=p.observed_at)
+    age = age_days(p, data.today) if data.today is not None else None
+    return PriceInfo(
+        usd=p.usd,
+        condition=p.condition,
+        source=p.source,
+        observed_at=p.observed_at,
+        age_days=age,
+        stale=age is not None and age > data.max_age_days,
+    )
 
 
 def _fmt(v: float) -> str:
@@ -467,23 +505,43 @@ def _row_fields(o: LlmOption) -> dict[str, Any]:
         "memory_needed_gb": round(o.breakdown.total_gb, 3),
         "headroom_context": o.headroom.max_context,
         "headroom_batch": o.headroom.max_batch,
+        "stack": o.gpu.stack,
+        "status": o.gpu.status,
+        "sold_as": o.gpu.sold_as,
+        "unit_gpus": o.gpu.unit_gpus,
     }
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What a recommendation must stay within besides fitting the model: the budget (GPUs
+    plus the box several need), GPU count, a throughput floor, a power cap (GPUs' TDP x count
+    plus `host_power_w`; unknown TDPs are kept, as for fixed workloads) and the GPU pool."""
+
+    budget: float
+    max_gpus: int
+    min_tokens_per_s: float | None = None
+    max_power_w: float | None = None
+    host_power_w: float | None = None
+    pool: Pool = Pool()
+
+    def fast_enough(self, o: LlmOption) -> bool:
+        return self.min_tokens_per_s is None or o.throughput >= self.min_tokens_per_s
+
+    def within_power(self, o: LlmOption) -> bool:
+        if self.max_power_w is None or o.gpu.tdp_w is None:
+            return True
+        return o.gpu.tdp_w * o.count + (self.host_power_w or 0.0) <= self.max_power_w
+
+
 def recommendation_rows(
-    ask: llm_fit.Ask,
-    data: LlmData,
-    budget: float,
-    max_gpus: int,
-    framework: str,
-    min_tokens_per_s: float | None,
-    limit: int,
+    ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, limit: int
 ) -> tuple[list[Recommendation], str | None]:
-    fitting = options(ask, data, max_gpus, framework, priced_only=True)
-    chosen = ranked(_affordable(fitting, data, budget, min_tokens_per_s))[:limit]
+    fitting = options(ask, data, limits.max_gpus, framework, True, limits.pool)
+    chosen = ranked(_affordable(fitting, data, limits))[:limit]
     rows = []
     for rank, o in enumerate(chosen, 1):
-        price = _price_info(o.gpu)
+        price = _price_info(o.gpu, data)
         assert price is not None
         total = price.usd * o.count
         rows.append(
@@ -496,15 +554,13 @@ def recommendation_rows(
                 tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
                 scaling_factor=o.speedup,
                 scaling_basis=o.scaling_basis,
-                why=why(o, ask, rank, budget, platform_extra(o, data)),
+                why=why(o, ask, rank, limits.budget, platform_extra(o, data)),
                 **_row_fields(o),
             )
         )
     if rows:
         return rows, None
-    return rows, hint(ask, fitting, budget, max_gpus, min_tokens_per_s, data) + smaller_quant(
-        ask, data, budget, max_gpus, framework, min_tokens_per_s
-    )
+    return rows, hint(ask, fitting, limits, data) + smaller_quant(ask, data, limits, framework)
 
 
 def _cost(o: LlmOption, data: LlmData) -> float:
@@ -512,15 +568,14 @@ def _cost(o: LlmOption, data: LlmData) -> float:
     return (o.gpu.price.usd * o.count if o.gpu.price else 0.0) + platform_extra(o, data)
 
 
-def _affordable(
-    fitting: list[LlmOption], data: LlmData, budget: float, min_tokens_per_s: float | None
-) -> list[LlmOption]:
+def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list[LlmOption]:
     return [
         o
         for o in fitting
         if o.gpu.price is not None
-        and _cost(o, data) <= budget
-        and (min_tokens_per_s is None or o.throughput >= min_tokens_per_s)
+        and _cost(o, data) <= limits.budget
+        and limits.fast_enough(o)
+        and limits.within_power(o)
     ]
 
 
@@ -529,16 +584,9 @@ def _affordable(
 SMALLER_QUANTS = ("q8_0", "q6_k", "q5_k_m", "q4_k_m")
 
 
-def smaller_quant(
-    ask: llm_fit.Ask,
-    data: LlmData,
-    budget: float,
-    max_gpus: int,
-    framework: str,
-    min_tokens_per_s: float | None,
-) -> str:
+def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> str:
     """'; with quant=...' naming the best-quality smaller format that something within the
-    budget runs, and its top pick; '' for training asks or when none does. Someone asking for
+    limits runs, and its top pick; '' for training asks or when none does. Someone asking for
     a 70B model at $3,000 without naming a format gets bf16 (143 GB) and should learn that
     Q4_K_M on two 24 GB cards is within reach."""
     if ask.task != "inference":
@@ -548,65 +596,75 @@ def smaller_quant(
         if quant.bits_per_weight >= ask.quant.bits_per_weight:
             continue
         smaller = replace(ask, quant=quant)
-        fits = options(smaller, data, max_gpus, framework, priced_only=True)
-        found = ranked(_affordable(fits, data, budget, min_tokens_per_s))
+        fits = options(smaller, data, limits.max_gpus, framework, True, limits.pool)
+        found = ranked(_affordable(fits, data, limits))
         if found:
             best = found[0]
             return (
                 f"; with quant={quant.name} ({smaller.breakdown(1).total_gb:.1f} GB on one GPU) "
-                f"{best.count} x {best.gpu.slug} is within ${budget:,.0f} at "
+                f"{best.count} x {best.gpu.slug} is within ${limits.budget:,.0f} at "
                 f"${_cost(best, data):,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis})"
             )
     return ""
 
 
-def hint(
-    ask: llm_fit.Ask,
-    fitting: list[LlmOption],
-    budget: float,
-    max_gpus: int,
-    min_tokens_per_s: float | None,
-    data: LlmData,
-) -> str:
+def _pool_words(pool: Pool) -> str:
+    """' on rocm-radeon with 24 GB or more' for a narrowed pool, else ''."""
+    words = f" on {pool.stack}" if pool.stack else ""
+    if pool.min_memory_gb > 0:
+        words += f" with {pool.min_memory_gb:g} GB or more"
+    return words
+
+
+def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmData) -> str:
     """Why nothing was recommended, and what would be (GPUs plus the box several need)."""
     need = ask.breakdown(1).total_gb
     if not fitting:
         return (
             f"{ask.model.slug} {ask.task} ({ask.quant.name}, context {ask.context}) needs "
-            f"{need:.1f} GB on one GPU; no priced GPU in the catalog holds it split over up to "
-            f"{max_gpus} GPUs (raise max_gpus, or choose a smaller quant or context)"
+            f"{need:.1f} GB on one GPU; no priced GPU{_pool_words(limits.pool)} in the catalog "
+            f"holds it split over up to {limits.max_gpus} GPUs (raise max_gpus, or choose a "
+            f"smaller quant or context)"
         )
-    fast = [o for o in fitting if min_tokens_per_s is None or o.throughput >= min_tokens_per_s]
+    fast = [o for o in fitting if limits.fast_enough(o)]
     if not fast:
         best = max(fitting, key=lambda o: o.throughput)
         return (
-            f"no configuration reaches {min_tokens_per_s:g} {UNIT}; the fastest that fits is "
-            f"{best.count} x {best.gpu.slug} at ~{_fmt(best.throughput)} {UNIT}"
+            f"no configuration reaches {limits.min_tokens_per_s:g} {UNIT}; the fastest that "
+            f"fits is {best.count} x {best.gpu.slug} at ~{_fmt(best.throughput)} {UNIT}"
         )
-
-    cheapest = min(fast, key=lambda o: (_cost(o, data), o.gpu.slug))
+    powered = [o for o in fast if limits.within_power(o)]
+    if not powered:
+        lowest = min(fast, key=lambda o: ((o.gpu.tdp_w or 0.0) * o.count, o.gpu.slug))
+        return (
+            f"nothing that fits {ask.model.slug} draws at most {limits.max_power_w:g} W; the "
+            f"lowest draw is {lowest.count} x {lowest.gpu.slug} at "
+            f"{(lowest.gpu.tdp_w or 0.0) * lowest.count:g} W TDP"
+            + (f" + {limits.host_power_w:g} W host" if limits.host_power_w else "")
+        )
+    cheapest = min(powered, key=lambda o: (_cost(o, data), o.gpu.slug))
     assert cheapest.gpu.price is not None
     extra = platform_extra(cheapest, data)
     box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra > 0 else ""
     return (
         f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) is within "
-        f"${budget:,.0f}; the cheapest is {cheapest.count} x {cheapest.gpu.slug} at "
+        f"${limits.budget:,.0f}; the cheapest is {cheapest.count} x {cheapest.gpu.slug} at "
         f"${cheapest.gpu.price.usd * cheapest.count:,.0f}{box} ({cheapest.gpu.price.source}, "
         f"{cheapest.gpu.price.observed_at})"
     )
 
 
 def ranking_rows(
-    ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, sort: str
+    ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, sort: str, pool: Pool = Pool()
 ) -> list[RankingItem]:
     rows = []
-    for o in ranked(options(ask, data, max_gpus, framework, priced_only=False)):
+    for o in ranked(options(ask, data, max_gpus, framework, False, pool)):
         total = o.gpu.price.usd * o.count if o.gpu.price else None
         rows.append(
             RankingItem(
                 rank=0,
                 mad=None,
-                price=_price_info(o.gpu),
+                price=_price_info(o.gpu, data),
                 perf_per_dollar=o.throughput / total if total else None,
                 **_row_fields(o),
             )
@@ -619,7 +677,11 @@ def ranking_rows(
 
 
 async def read(
-    engine: Engine, settings: Settings, condition: ConditionChoice, ask: llm_fit.Ask
+    engine: Engine,
+    settings: Settings,
+    condition: ConditionChoice,
+    ask: llm_fit.Ask,
+    allow_stale: bool = False,
 ) -> LlmData:
     """The data of one LLM ask, loaded in the thread pool with a session of its own."""
     train_precision = ask.quant.compute_precision if ask.phase == "train" else None
@@ -627,7 +689,12 @@ async def read(
     def build() -> LlmData:
         with Session(engine) as session:
             return load(
-                session, condition, utc_today(), settings.price_max_age_days, train_precision
+                session,
+                condition,
+                utc_today(),
+                settings.price_max_age_days,
+                train_precision,
+                allow_stale,
             )
 
     return await run_in_threadpool(build)

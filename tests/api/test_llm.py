@@ -244,3 +244,52 @@ def test_training_asks_scale_the_llm_train_estimate_by_flops_per_token(client, k
     after = _item(client, ask, gpu)
     assert after["throughput"] == pytest.approx(measured * ratio, rel=1e-6)
     assert after["throughput_low"] < after["throughput"] < after["throughput_high"]
+
+
+def _catalog(client, slug):
+    return client.get(f"/gpus/{slug}").json()
+
+
+def test_model_asks_label_each_gpu_and_honour_stack_memory_and_power(client):
+    """A model= answer names each GPU's own stack and status (an AMD card is not 'cuda'), and
+    stack, min_memory_gb and max_power_w narrow it as they narrow a fixed workload's answer."""
+    ask = {"budget": 10**5, "model": "llama-3.1-8b", "quant": "q4_k_m", "limit": 50}
+    everything = client.get("/recommend", params=ask).json()["recommendations"]
+    assert len({i["stack"] for i in everything}) >= 2, "the catalog offers several stacks"
+    for item in everything:
+        gpu = _catalog(client, item["gpu"])
+        assert (item["stack"], item["status"], item["sold_as"]) == (
+            gpu["stack"],
+            gpu["status"],
+            gpu["sold_as"],
+        )
+    for stack in ("cuda", "rocm-radeon"):
+        only = client.get("/recommend", params={**ask, "stack": stack}).json()
+        assert only["stack"] == stack and only["recommendations"]
+        assert {i["stack"] for i in only["recommendations"]} == {stack}
+        ranked = client.get("/rankings", params={"model": "llama-3.1-8b", "stack": stack})
+        assert {i["stack"] for i in ranked.json()["items"]} == {stack}
+    big = client.get("/rankings", params={"model": "llama-3.1-8b", "min_memory_gb": 40}).json()
+    assert big["items"] and all(i["memory_gb"] >= 40 for i in big["items"])
+    cap = {"max_power_w": 400, "host_power_w": 100}
+    capped = client.get("/recommend", params={**ask, **cap}).json()["recommendations"]
+    assert capped and len(capped) < len(everything)
+    assert all(i["tdp_w"] is None or i["tdp_w"] + 100 <= 400 for i in capped)
+    # the hint says when the power cap is what empties the answer (every CUDA card states a TDP)
+    none = client.get("/recommend", params={**ask, "stack": "cuda", "max_power_w": 50}).json()
+    assert none["recommendations"] == [] and "50 W" in none["hint"]
+
+
+def test_model_asks_state_price_age_and_refuse_what_they_cannot_answer(client):
+    top = client.get("/recommend", params={"budget": 3000, "model": "llama-3.1-8b"}).json()
+    price = top["recommendations"][0]["unit_price"]
+    assert price["age_days"] is not None and price["age_days"] >= 0 and price["stale"] is False
+    for route, params, field in [
+        ("/recommend", {"budget": 3000, "sort": "tco"}, "sort"),
+        ("/recommend", {"budget": 3000, "mode": "independent"}, "mode"),
+        ("/rankings", {"sort": "tco"}, "sort"),
+    ]:
+        response = client.get(route, params={"model": "llama-3.1-8b", **params})
+        assert response.status_code == 422, response.text
+        (error,) = response.json()["detail"]
+        assert error["loc"] == ["query", field] and error["type"] == "not_for_model_asks"
