@@ -1,7 +1,17 @@
 """Recommendation and ranking rows for a language-model ask (model, task, quant, context,
 batch) instead of a fixed workload: fit from the memory breakdown, throughput measured where
-the corpus has this model and format, else roofline x an efficiency learned from every
-measured LLM result (service/domain/llm_fit.py has the model).
+the corpus has this model and format, else the throughput model's estimate of a measured
+workload scaled to the ask (below), else roofline x an efficiency learned from every measured
+LLM result (service/domain/llm_fit.py has the model).
+
+Inference asks of a model whose decode (or one of its shape's) is measured in the asked format
+(or one of the same bytes per weight: a GGUF F16 file for bf16) take the throughput model's
+estimate for that workload (DecodeReference: its own work split, the GPU's, stack's and board
+power's terms, its conformal band) x roofline(asked context, batch) / roofline(the workload's
+mean context, batch 1). One efficiency pooled over every model and format put a held-out GPU a
+median 20.2% off (p90 64.8%, 80% band covering 64.6%); the workload's estimate, 6.3% (p90 17.3%,
+77.9%): leave-one-GPU-out over the shipped corpus's 13 decode workloads with 6+ GPUs,
+bench/llm_asks.py.
 
 Training asks (full fine-tune, LoRA, QLoRA) that nothing measured: the corpus holds no LLM
 training result, so a learned roofline efficiency would be the flat stated prior (35% of peak
@@ -14,8 +24,8 @@ memory.flops_per_token(ask). Time per token proportional to FLOPs is the rooflin
 assumption; the band is the model's band, scaled alike.
 
 Read straight from the database on each ask (GPUs, current prices, LLM aggregates: three
-queries; scaling profiles from read_model/profiles.py, cached per data version); answers are
-not stored in the answer cache.
+queries; scaling profiles from read_model/profiles.py and the throughput model, cached per data
+version); answers are not stored in the answer cache.
 """
 
 import math
@@ -90,6 +100,7 @@ class Measured:
     gpu: str
     count: int
     value: Measurement
+    precision: str = ""  # the aggregate's (the throughput model's workload is slug@precision)
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,16 @@ class TrainReference:
     """The throughput model's single-GPU estimates for TRAIN_REFERENCE at one precision."""
 
     flops_per_token: float
+    estimates: dict[str, Estimate]
+
+
+@dataclass(frozen=True)
+class DecodeReference:
+    """The throughput model's single-GPU estimates for a measured decode workload of the
+    asked model (or one of its shape) in the asked format, at `mean_context` tokens of KV."""
+
+    workload: str
+    mean_context: float
     estimates: dict[str, Estimate]
 
 
@@ -110,6 +131,7 @@ class LlmData:
     platforms: dict[int, PlatformCost] = field(default_factory=dict)
     today: date | None = None  # prices' age is counted from it
     max_age_days: int = 0  # a price older than this is stale
+    decode_reference: DecodeReference | None = None
 
 
 def _quant_name(text: str | None) -> str:
@@ -122,6 +144,50 @@ def _train_reference(session: Session, precision: str) -> TrainReference | None:
     if workload is None or not workload.flops_per_unit:
         return None
     return TrainReference(workload.flops_per_unit, estimates_for(session, workload, precision))
+
+
+def _same_bytes(a: str, b: memory.Quantization) -> bool:
+    """Formats whose weights are the same bytes for a decode step: the same format, or float
+    formats of one width (a GGUF F16 file for a bf16 ask)."""
+    if a == b.name:
+        return True
+    found = memory.find_quantization(a, list(llm.quantizations()))
+    return (
+        found is not None
+        and found.kind == b.kind == "float"
+        and found.bits_per_weight == b.bits_per_weight
+    )
+
+
+def decode_reference(
+    session: Session, ask: llm_fit.Ask, measured: list[Measured]
+) -> DecodeReference | None:
+    """The decode workload measured on one GPU for the asked model (or one of its shape) in
+    the asked format (else one of the same bytes per weight) whose token count is nearest the
+    asked context, with the throughput model's estimate for every GPU; None when nothing of
+    the kind is measured (the ask keeps the roofline x learned efficiency)."""
+    models = llm.models()
+    found = [
+        m
+        for m in measured
+        if m.phase == "decode"
+        and m.count == 1
+        and m.model in models
+        and (m.model == ask.model.slug or llm.same_shape(models[m.model], ask.model))
+        and _same_bytes(m.quant, ask.quant)
+    ]
+    if not found:
+        return None
+    # the token count _measured_for picks, so that a measured value's workload is this one
+    best = min(
+        found,
+        key=lambda m: (m.quant != ask.quant.name, abs(math.log(m.tokens / ask.context)), m.tokens),
+    )
+    workload = session.exec(select(Workload).where(Workload.slug == best.workload)).first()
+    if workload is None:
+        return None
+    estimates = estimates_for(session, workload, best.precision)
+    return DecodeReference(best.workload, _mean_context(best), estimates)
 
 
 def load(
@@ -187,6 +253,7 @@ def load(
                 slug_of[agg.gpu_id],
                 agg.gpu_count,
                 Measurement(agg.median, agg.n, agg.mad),
+                agg.precision,
             )
         )
     profiles = scaling_data(session)
@@ -282,7 +349,7 @@ class LlmOption:
     n: int
     speedup: float
     scaling_basis: str
-    measured_workload: str | None
+    source: str | None  # the workload a measured or workload-scaled value comes from
 
     def as_option(self) -> llm_fit.Option:
         price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
@@ -312,7 +379,7 @@ def options(
             continue
         m = measured.get((gpu.slug, count))
         if m is not None:
-            low, high = m.value.band()
+            low, high = _measured_band(m, data.decode_reference)
             value, basis, kind, n = m.value.median, "measured", "measured", m.value.n
             speedup, scaling_basis = 1.0, "measured" if count > 1 else "single"
         else:
@@ -335,9 +402,31 @@ def options(
             n,
             speedup,
             scaling_basis,
-            m.workload if m else None,
+            m.workload if m else _reference_source(kind, data, gpu.slug),
         )
     return list(out.values())
+
+
+def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, float]:
+    """A measured value's band: the throughput model's for the same single-GPU aggregate (its
+    own spread, or the workload's pooled run-to-run noise for a single result: never zero
+    width), else median -+ 1.4826 x MAD of its results."""
+    e = ref.estimates.get(m.gpu) if ref is not None and ref.workload == m.workload else None
+    if m.count == 1 and e is not None and e.basis == "measured" and e.low < e.high:
+        return e.low, e.high
+    return m.value.band()
+
+
+def _reference_source(kind: str, data: LlmData, slug: str) -> str | None:
+    """What a workload-scaled value rests on: 'llama-3-8b-q4_k_m-tg4096, 3 results on this
+    GPU' or '..., fitted to 18 measured GPUs'."""
+    ref = data.decode_reference
+    e = ref.estimates.get(slug) if ref is not None and kind == "workload-scaled" else None
+    if ref is None or e is None:
+        return None
+    if e.basis == "measured":
+        return f"{ref.workload}, median of {e.n} results on this GPU"
+    return f"{ref.workload}, fitted to {e.n} measured GPUs"
 
 
 def ranked(found: list[LlmOption]) -> list[LlmOption]:
@@ -388,23 +477,58 @@ def _estimate(
 def _scaled_reference(
     ask: llm_fit.Ask, gpu: GpuRow, learned: Learned, data: LlmData
 ) -> tuple[float, float, float, int] | None:
-    """One GPU's tokens/s for a training ask from the TRAIN_REFERENCE estimate scaled by FLOPs
-    per token, with its log band (below, above) and n; None when the learned efficiency has
-    data of its own (a measured LLM training result) or the reference says nothing."""
+    """One GPU's tokens/s from the throughput model's estimate of a measured workload, with
+    its log band (below, above) and n: a decode ask's reference workload (DecodeReference)
+    scaled to the asked context and batch by the decode roofline, or for a training ask the
+    TRAIN_REFERENCE estimate scaled by FLOPs per token. None without one (a training ask whose
+    learned efficiency has data of its own, a measured LLM training result, also takes none)."""
+    if ask.phase == "decode":
+        return _scaled_decode_reference(ask, gpu, data.decode_reference)
     ref = data.train_reference
     if ask.phase != "train" or learned.efficiency.n or ref is None:
         return None
-    e = ref.estimates.get(gpu.slug)
-    if e is None or not (e.value > 0 and e.low > 0 and e.high >= e.value):
+    e = _usable_estimate(ref.estimates, gpu.slug)
+    if e is None:
         return None
     one = e.value * ref.flops_per_token / memory.flops_per_token(ask.model, "train", ask.context)
     return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
 
 
+def _usable_estimate(estimates: dict[str, Estimate], slug: str) -> Estimate | None:
+    e = estimates.get(slug)
+    if e is None or not (e.value > 0 and e.low > 0 and e.high >= e.value):
+        return None
+    return e
+
+
+def _scaled_decode_reference(
+    ask: llm_fit.Ask, gpu: GpuRow, ref: DecodeReference | None
+) -> tuple[float, float, float, int] | None:
+    """The reference workload's single-GPU estimate x roofline(asked context and batch) /
+    roofline(the workload's mean context, batch 1): the model's own GPU, architecture, stack
+    and board-power terms and its calibrated band, moved along the roofline only by the KV
+    traffic the context adds (the weights are the same bytes)."""
+    e = _usable_estimate(ref.estimates, gpu.slug) if ref is not None else None
+    if ref is None or e is None:
+        return None
+    peak = _peak(gpu, ask.quant)
+
+    def roof(context: float, batch: int) -> float:
+        return llm_fit.roofline_tokens_per_s(
+            ask.model, ask.quant, "decode", context, batch, gpu.bandwidth_gbs, peak
+        )
+
+    reference = roof(ref.mean_context, 1)
+    if not reference > 0:
+        return None
+    one = e.value * roof(ask.context, ask.batch) / reference
+    return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
+
+
 def estimate_kind(ask: llm_fit.Ask, learned: Learned, data: LlmData, gpu: GpuRow) -> str:
-    """The `model` an estimated option names: the scaled training reference or a roofline."""
+    """The `model` an estimated option names: a scaled workload estimate or a roofline."""
     if _scaled_reference(ask, gpu, learned, data) is not None:
-        return f"{TRAIN_REFERENCE}-scaled"
+        return f"{TRAIN_REFERENCE}-scaled" if ask.phase == "train" else "workload-scaled"
     return f"roofline-{learned.efficiency.basis}"
 
 
@@ -456,7 +580,13 @@ def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: 
     what = o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
     need = f"needs {o.breakdown.total_gb:.1f} GB per GPU"
     if o.basis == "measured":
-        source = f"median of {o.n} measured results ({o.measured_workload})"
+        source = f"median of {o.n} measured results ({o.source})"
+    elif o.model == "workload-scaled":
+        source = (
+            f"estimated: the throughput model's value for this GPU on {o.source}, "
+            f"scaled to context {ask.context} by the decode roofline, "
+            f"likely {_fmt(o.low)}-{_fmt(o.high)}"
+        )
     elif o.model == "roofline-learned":
         source = (
             f"estimated: {ask.phase} roofline x efficiency learned from {o.n} measured "
@@ -688,7 +818,7 @@ async def read(
 
     def build() -> LlmData:
         with Session(engine) as session:
-            return load(
+            data = load(
                 session,
                 condition,
                 utc_today(),
@@ -696,5 +826,8 @@ async def read(
                 train_precision,
                 allow_stale,
             )
+            if ask.phase == "decode":
+                data.decode_reference = decode_reference(session, ask, data.measured)
+            return data
 
     return await run_in_threadpool(build)

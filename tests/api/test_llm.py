@@ -168,8 +168,13 @@ def test_measured_results_of_a_same_shape_model_are_used_and_teach_the_rest(clie
     assert items["nvidia-rtx-4090"]["basis"] == "measured"
     assert items["nvidia-rtx-4090"]["throughput"] == pytest.approx(111)
     others = [i for g, i in items.items() if g not in ("nvidia-rtx-4090", "nvidia-rtx-3090")]
-    assert others and all(i["model"] == "roofline-learned" for i in others)
-    assert all(i["n"] == 2 for i in others)  # learned from the two measured GPUs
+    # the throughput model's estimates for that workload, fitted to the two measured GPUs
+    assert others and all(i["model"] == "workload-scaled" for i in others)
+    assert all(i["n"] == 2 and "llama-3-8b-q4_k_m-tg4096" in i["why"] for i in others)
+    # a model nothing of its shape is measured for keeps the roofline x learned efficiency
+    mistral = {"budget": 5000, "model": "mistral-7b", "quant": "q4_k_m", "limit": 5}
+    other = client.get("/recommend", params=mistral).json()["recommendations"]
+    assert other and {i["model"] for i in other} == {"roofline-learned"}
 
 
 def test_rankings_for_a_model_echo_the_ask_and_report_counts(client):
@@ -293,3 +298,51 @@ def test_model_asks_state_price_age_and_refuse_what_they_cannot_answer(client):
         assert response.status_code == 422, response.text
         (error,) = response.json()["detail"]
         assert error["loc"] == ["query", field] and error["type"] == "not_for_model_asks"
+
+
+def test_a_decode_ask_scales_the_throughput_models_estimate_of_its_workload(client, keys):
+    """An unmeasured GPU's decode estimate is the throughput model's estimate for the measured
+    workload of the asked model and format (its GPU, stack and power terms, its band) moved to
+    the asked context by the decode roofline; a single measured result's band is the model's
+    pooled noise, never zero-width; a bf16 ask uses the F16 workload (the same bytes)."""
+    from service.catalog import llm as llm_catalog
+    from service.domain import memory
+
+    workload = "llama-3-8b-f16-tg4096"
+    for gpu, values in [
+        ("nvidia-rtx-4090", [52.0, 53.0]),
+        ("nvidia-rtx-3090", [45.0, 45.5]),
+        ("nvidia-a100-80gb", [66.0]),
+        ("nvidia-rtx-a6000", [38.0, 38.4]),
+        ("nvidia-l40s", [41.0, 41.5]),
+        ("nvidia-rtx-4080", [38.0, 38.2]),
+    ]:
+        post_results(client, keys, gpu, workload, values, "fp16")
+    gpu = "nvidia-rtx-5090"
+    reference = _item(client, {"workload": workload, "precision": "fp16"}, gpu)
+    assert reference["basis"] == "estimated"
+    spec, quant = llm_catalog.models()["llama-3-8b"], llm_catalog.quantization("bf16")
+    catalog = _catalog(client, gpu)
+    peak = catalog["fp16_tensor_tflops"]  # unused by the memory-bound roofline's bytes term
+
+    def roof(context: float) -> float:
+        return llm_fit.roofline_tokens_per_s(
+            spec, quant, "decode", context, 1, catalog["memory_bandwidth_gbs"], peak
+        )
+
+    ask = {"model": "llama-3-8b", "quant": "bf16", "context": 6000}
+    item = _item(client, ask, gpu)
+    assert item["model"] == "workload-scaled"
+    answer = client.get("/recommend", params={**ask, "budget": 10**6, "limit": 50}).json()
+    why = next(i["why"] for i in answer["recommendations"] if i["gpu"] == gpu)
+    assert f"{workload}, fitted to 6 measured GPUs" in why
+    scale = roof(6000) / roof(2048)  # tg4096: 4096 generated tokens attend 2048 on average
+    assert item["throughput"] == pytest.approx(reference["throughput"] * scale, rel=1e-6)
+    assert item["throughput_low"] == pytest.approx(reference["throughput_low"] * scale, rel=1e-6)
+    assert item["throughput_high"] == pytest.approx(reference["throughput_high"] * scale, rel=1e-6)
+    assert memory.find_quantization("f16", list(llm_catalog.quantizations())).name == "fp16"
+    single = _item(
+        client, {"model": "llama-3-8b", "quant": "fp16", "context": 4096}, "nvidia-a100-80gb"
+    )
+    assert single["basis"] == "measured" and single["throughput"] == pytest.approx(66.0)
+    assert single["throughput_low"] < 66.0 < single["throughput_high"]
