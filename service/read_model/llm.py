@@ -418,15 +418,23 @@ def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, flo
 
 
 def _reference_source(kind: str, data: LlmData, slug: str) -> str | None:
-    """What a workload-scaled value rests on: 'llama-3-8b-q4_k_m-tg4096, 3 results on this
-    GPU' or '..., fitted to 18 measured GPUs'."""
-    ref = data.decode_reference
-    e = ref.estimates.get(slug) if ref is not None and kind == "workload-scaled" else None
-    if ref is None or e is None:
+    """What a scaled value rests on: 'llama-3-8b-q4_k_m-tg4096, median of 3 results on this
+    GPU', '..., fitted to 18 measured GPUs', or for llm-train with nothing measured on it, the
+    work per FLOP it borrows."""
+    if kind == "workload-scaled" and data.decode_reference is not None:
+        workload, estimates = data.decode_reference.workload, data.decode_reference.estimates
+    elif kind == f"{TRAIN_REFERENCE}-scaled" and data.train_reference is not None:
+        workload, estimates = TRAIN_REFERENCE, data.train_reference.estimates
+    else:
+        return None
+    e = estimates.get(slug)
+    if e is None:
         return None
     if e.basis == "measured":
-        return f"{ref.workload}, median of {e.n} results on this GPU"
-    return f"{ref.workload}, fitted to {e.n} measured GPUs"
+        return f"{workload}, median of {e.n} results on this GPU"
+    if e.n:
+        return f"{workload}, fitted to {e.n} measured GPUs"
+    return f"{workload}, nothing measured on it: work per FLOP of measured training workloads"
 
 
 def ranked(found: list[LlmOption]) -> list[LlmOption]:
@@ -562,12 +570,6 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
 
 
-def _reference_basis(n: int) -> str:
-    if n:
-        return f"fitted to {n} measured results of it"
-    return "nothing measured on it: work per FLOP borrowed from measured training workloads"
-
-
 def platform_extra(o: LlmOption, data: LlmData) -> float:
     """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
     0 for one GPU, for whole platforms and where no sourced box holds them (stated in why)."""
@@ -595,9 +597,8 @@ def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: 
         )
     elif o.model == f"{TRAIN_REFERENCE}-scaled":
         source = (
-            f"estimated: the throughput model's {TRAIN_REFERENCE} estimate for this GPU "
-            f"({_reference_basis(o.n)}) scaled by FLOPs per token, "
-            f"likely {_fmt(o.low)}-{_fmt(o.high)}"
+            f"estimated: the throughput model's value for this GPU on {o.source}, "
+            f"scaled by FLOPs per token, likely {_fmt(o.low)}-{_fmt(o.high)}"
         )
     else:
         source = f"estimated from specs alone (stated prior), likely {_fmt(o.low)}-{_fmt(o.high)}"

@@ -248,6 +248,9 @@ def test_training_asks_scale_the_llm_train_estimate_by_flops_per_token(client, k
     post_results(client, keys, gpu, "llm-train", [measured * f for f in (0.99, 1.0, 1.01)], "bf16")
     after = _item(client, ask, gpu)
     assert after["throughput"] == pytest.approx(measured * ratio, rel=1e-6)
+    answer = client.get("/recommend", params={**ask, "budget": 10**6, "limit": 50}).json()
+    why = next(i["why"] for i in answer["recommendations"] if i["gpu"] == gpu)
+    assert "on llm-train, median of 3 results on this GPU, scaled by FLOPs per token" in why
     assert after["throughput_low"] < after["throughput"] < after["throughput_high"]
 
 
