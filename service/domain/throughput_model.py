@@ -556,9 +556,11 @@ class FittedModel:
         obs = self.observations.get((gpu, workload))
         if obs is not None and obs.per_gpu_of == 1:
             rel = _relative_sigma(obs)
-            if rel is None:
-                rel = self.noise.get(workload, DEFAULT_RELATIVE_NOISE)
-            half = min(max(z * rel, 1e-6), MAX_LOG_HALF_WIDTH)
+            half = (
+                self.single_result_half_width(workload)
+                if rel is None
+                else min(max(z * rel, 1e-6), MAX_LOG_HALF_WIDTH)
+            )
             return Prediction(
                 gpu,
                 workload,
@@ -593,6 +595,12 @@ class FittedModel:
             fit.n_gpus,
             self.coverage,
         )
+
+    def single_result_half_width(self, workload: str) -> float:
+        """Log half-width of the band of a result measured once (no spread of its own): the
+        workload's pooled run-to-run noise at the nominal coverage, never zero."""
+        rel = self.noise.get(workload, DEFAULT_RELATIVE_NOISE)
+        return min(max(_z(self.coverage) * rel, 1e-6), MAX_LOG_HALF_WIDTH)
 
     def with_workload(self, wl: WorkloadSpec) -> FittedModel:
         """This model, also covering `wl` (a workload it was not fitted with, nothing measured

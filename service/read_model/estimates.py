@@ -368,3 +368,10 @@ def warm(engine: Engine) -> threading.Thread:
 def estimates_for(session: Session, workload: Workload, precision: str) -> dict[str, est.Estimate]:
     """Every GPU's single-GPU estimate for (workload, precision), from the cached model."""
     return MODELS.get(session).estimates(workload, precision)
+
+
+def single_result_half_width(session: Session, workload: Workload, precision: str) -> float:
+    """Log half-width of the band the cached model gives a result of (workload, precision)
+    measured once: that workload's pooled run-to-run noise."""
+    model = MODELS.get(session).fitted
+    return model.single_result_half_width(model_key(workload.slug, precision))

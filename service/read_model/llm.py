@@ -50,7 +50,7 @@ from service.domain.scaling import ProfileKey, scaling
 from service.domain.tco import PlatformCost, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
 from service.models import Aggregate, Gpu, Price, Workload
-from service.read_model.estimates import estimates_for
+from service.read_model.estimates import estimates_for, single_result_half_width
 from service.read_model.ownership import platform_costs
 from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
@@ -119,6 +119,8 @@ class DecodeReference:
     workload: str
     mean_context: float
     estimates: dict[str, Estimate]
+    # log half-width of a result of it measured once (its pooled run-to-run noise)
+    single_result_half_width: float = 0.0
 
 
 @dataclass
@@ -187,7 +189,8 @@ def decode_reference(
     if workload is None:
         return None
     estimates = estimates_for(session, workload, best.precision)
-    return DecodeReference(best.workload, _mean_context(best), estimates)
+    half = single_result_half_width(session, workload, best.precision)
+    return DecodeReference(best.workload, _mean_context(best), estimates, half)
 
 
 def load(
@@ -408,13 +411,15 @@ def options(
 
 
 def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, float]:
-    """A measured value's band: the throughput model's for the same single-GPU aggregate (its
-    own spread, or the workload's pooled run-to-run noise for a single result: never zero
-    width), else median -+ 1.4826 x MAD of its results."""
-    e = ref.estimates.get(m.gpu) if ref is not None and ref.workload == m.workload else None
-    if m.count == 1 and e is not None and e.basis == "measured" and e.low < e.high:
-        return e.low, e.high
-    return m.value.band()
+    """A measured value's band: median -+ 1.4826 x MAD of its results; where they have no
+    spread (one result, or identical ones) and the workload is the reference's, the
+    throughput model's band for a result measured once (that workload's pooled run-to-run
+    noise, multi-GPU splits alike): never zero-width there."""
+    low, high = m.value.band()
+    if low < high or ref is None or ref.workload != m.workload:
+        return low, high
+    half = ref.single_result_half_width
+    return m.value.median * math.exp(-half), m.value.median * math.exp(half)
 
 
 def _reference_source(kind: str, data: LlmData, slug: str) -> str | None:
