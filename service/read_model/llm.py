@@ -45,7 +45,7 @@ from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.estimate import Estimate
 from service.domain.plausibility import PeakRates, peak_tflops
-from service.domain.prices import PriceObservation, age_days, current_price
+from service.domain.prices import PriceObservation, age_days, current_price, is_stale
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.tco import PlatformCost, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
@@ -560,14 +560,14 @@ def _price_info(gpu: GpuRow, data: LlmData) -> PriceInfo | None:
     p = gpu.price
     if p is None:
         return None
-    age = age_days(p, data.today) if data.today is not None else None
+    today = data.today
     return PriceInfo(
         usd=p.usd,
         condition=p.condition,
         source=p.source,
         observed_at=p.observed_at,
-        age_days=age,
-        stale=age is not None and age > data.max_age_days,
+        age_days=age_days(p, today) if today is not None else None,
+        stale=today is not None and is_stale(p, today, data.max_age_days),
     )
 
 

@@ -94,3 +94,16 @@ def test_unpriced_platform_gpus_are_named_at_platform_budgets_only(fresh_client)
     for budget in (800, 2000):
         small = fresh_client.get("/recommend", params={"budget": budget, "max_gpus": 8}).json()
         assert "no public purchase price" not in (small["hint"] or "")
+
+
+def test_model_asks_rank_at_a_stale_price_only_with_allow_stale(fresh_client, keys):
+    _price(fresh_client, keys.auth(keys.admin), "nvidia-titan-rtx", 500, "used", 400)
+    params = {"budget": 600, "model": "llama-3.1-8b", "quant": "q4_k_m", "condition": "used"}
+    params |= {"max_gpus": 1, "limit": 50}
+    strict = fresh_client.get("/recommend", params=params).json()
+    assert "nvidia-titan-rtx" not in {r["gpu"] for r in strict["recommendations"]}
+    loose = fresh_client.get("/recommend", params=params | {"allow_stale": True}).json()
+    assert loose["allow_stale"] is True
+    row = next(r for r in loose["recommendations"] if r["gpu"] == "nvidia-titan-rtx")
+    assert row["unit_price"]["stale"] and row["unit_price"]["age_days"] == 400
+    assert (row["stack"], row["status"]) == ("cuda", "discontinued")
