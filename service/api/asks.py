@@ -79,27 +79,23 @@ def recommendation_ask(q: RecommendQuery) -> RecommendationAsk:
     )
 
 
-def refuse_for_models(**given: object) -> None:
-    """422 for a parameter a model= ask cannot honour (value not None), rather than an
-    answer that silently ignores it: LLM rows carry no cost of ownership (sort=tco), and an
-    ask is one model split over its GPUs, not replicas (mode=independent)."""
-    why = {
-        "sort": "sort=tco ranks by cost of ownership, which model= answers do not compute; "
-        "use sort=performance (or perf_per_dollar on /rankings)",
-        "mode": "a model= answer splits one copy of the model over its GPUs (tensor-parallel); "
-        "independent replicas are not offered for model= asks",
-    }
-    for name, value in given.items():
-        if value is not None:
-            raise InvalidInput.one(("query", name), why[name], "not_for_model_asks")
+def refuse_for_models(sort: str) -> None:
+    """sort=tco with model= is a 422 rather than an answer that silently ignores it: LLM rows
+    carry no cost of ownership."""
+    if sort == "tco":
+        raise InvalidInput.one(
+            ("query", "sort"),
+            "sort=tco ranks by cost of ownership, which model= answers do not compute; "
+            "use sort=performance (or perf_per_dollar on /rankings)",
+            "not_for_model_asks",
+        )
 
 
 def llm_limits(q: RecommendQuery) -> Limits:
-    """/recommend's constraints on a model= ask (budget, count, speed, power, pool)."""
-    refuse_for_models(
-        sort=q.sort if q.sort == "tco" else None,
-        mode=q.mode if q.mode == "independent" else None,
-    )
+    """/recommend's constraints on a model= ask (budget, count, speed, power, pool, mode:
+    independent also offers several copies of a configuration, for serving or for
+    independent experiments)."""
+    refuse_for_models(q.sort)
     return Limits(
         budget=q.budget,
         max_gpus=q.max_gpus,
@@ -107,4 +103,5 @@ def llm_limits(q: RecommendQuery) -> Limits:
         max_power_w=q.max_power_w,
         host_power_w=q.host_power_w,
         pool=Pool(q.stack, q.min_memory_gb or 0.0),
+        mode=q.mode,
     )

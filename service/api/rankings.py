@@ -103,7 +103,7 @@ async def _llm_rankings(
     """Every GPU's (of `pool`) fewest-GPU configuration that fits the model, by tokens/s (or
     per dollar)."""
     ask = ask_for(model, task, quant, context, batch)
-    refuse_for_models(sort=sort if sort == "tco" else None)
+    refuse_for_models(sort)
     data = await llm_rows.read(read_model.engine, read_model.settings, condition, ask, allow_stale)
     rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort, pool)
     if wants_csv(request, format):

@@ -48,7 +48,7 @@ from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import PriceObservation, age_days, current_price, is_stale
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.tco import PlatformCost, extra_platform_usd
-from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement
+from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.estimates import estimates_for, single_result_half_width
 from service.read_model.ownership import platform_costs
@@ -353,6 +353,7 @@ class LlmOption:
     speedup: float
     scaling_basis: str
     source: str | None  # the workload a measured or workload-scaled value comes from
+    replicas: int = 1  # > 1: independent copies of the model, each on count / replicas GPUs
 
     def as_option(self) -> llm_fit.Option:
         price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
@@ -575,16 +576,23 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
 
 
-def platform_extra(o: LlmOption, data: LlmData) -> float:
+def platform_extra(o: LlmOption, data: LlmData) -> float | None:
     """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
-    0 for one GPU, for whole platforms and where no sourced box holds them (stated in why)."""
+    0 for one GPU and for whole platforms; None where no sourced box holds them (the budget
+    then counts the GPUs only, and the why says so)."""
     if o.gpu.unit_gpus > 1:
         return 0.0
-    return extra_platform_usd(data.platforms, o.count) or 0.0
+    return extra_platform_usd(data.platforms, o.count)
 
 
-def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: float = 0.0) -> str:
+def why(
+    o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: float | None = 0.0
+) -> str:
     what = o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
+    if o.replicas > 1:
+        per_copy = o.count // o.replicas
+        copy = o.gpu.slug if per_copy == 1 else f"{per_copy} x {o.gpu.slug}"
+        what = f"{o.replicas} independent copies on {copy} each ({o.count} GPUs)"
     need = f"needs {o.breakdown.total_gb:.1f} GB per GPU"
     if o.basis == "measured":
         source = f"median of {o.n} measured results ({o.source})"
@@ -614,12 +622,15 @@ def why(o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: 
     within = f" within ${budget:,.0f}" if budget is not None else ""
     lead = "Most throughput" if rank == 1 else f"#{rank}"
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
-    if o.gpu.price and extra > 0:
+    if o.gpu.price and extra is None and o.count > 1:
+        price += f" (no sourced box for {o.count} GPUs: the budget counts the GPUs only)"
+    elif o.gpu.price and extra:
         price += f" + ${extra:,.0f} for a {o.count}-GPU box over a one-GPU PC"
+    total = f" in all, {o.replicas} x one copy's" if o.replicas > 1 else ""
     return (
         f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
         f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{_fmt(o.throughput)} "
-        f"{UNIT} ({source}); {room}."
+        f"{UNIT}{total} ({source}); {room}."
     )
 
 
@@ -660,6 +671,8 @@ class Limits:
     max_power_w: float | None = None
     host_power_w: float | None = None
     pool: Pool = Pool()
+    # independent: also r copies of each configuration that fits (serving, or experiments)
+    mode: Mode = "parallel"
 
     def fast_enough(self, o: LlmOption) -> bool:
         return self.min_tokens_per_s is None or o.throughput >= self.min_tokens_per_s
@@ -670,10 +683,33 @@ class Limits:
         return o.gpu.tdp_w * o.count + (self.host_power_w or 0.0) <= self.max_power_w
 
 
+def with_replicas(fitting: list[LlmOption], max_gpus: int) -> list[LlmOption]:
+    """`fitting` and, for each configuration of k GPUs, r = 2 .. max_gpus // k independent
+    copies of it (k x r GPUs): r x one copy's tokens/s and band, each copy serving its own
+    requests or running its own experiment (nothing is shared between copies, so nothing is
+    lost to communication)."""
+    out = list(fitting)
+    for o in fitting:
+        for r in range(2, max_gpus // o.count + 1):
+            out.append(
+                replace(
+                    o,
+                    count=o.count * r,
+                    throughput=o.throughput * r,
+                    low=o.low * r,
+                    high=o.high * r,
+                    speedup=o.speedup * r,
+                    scaling_basis=f"independent:{r}x{o.count}",
+                    replicas=r,
+                )
+            )
+    return out
+
+
 def recommendation_rows(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, limit: int
 ) -> tuple[list[Recommendation], str | None]:
-    fitting = options(ask, data, limits.max_gpus, framework, True, limits.pool)
+    fitting = _offered(ask, data, limits, framework)
     chosen = ranked(_affordable(fitting, data, limits))[:limit]
     rows = []
     for rank, o in enumerate(chosen, 1):
@@ -701,7 +737,7 @@ def recommendation_rows(
 
 def _cost(o: LlmOption, data: LlmData) -> float:
     """What `o` costs within a budget: its cards plus the box several of them need."""
-    return (o.gpu.price.usd * o.count if o.gpu.price else 0.0) + platform_extra(o, data)
+    return (o.gpu.price.usd * o.count if o.gpu.price else 0.0) + (platform_extra(o, data) or 0.0)
 
 
 def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list[LlmOption]:
@@ -713,6 +749,12 @@ def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list
         and limits.fast_enough(o)
         and limits.within_power(o)
     ]
+
+
+def _offered(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> list[LlmOption]:
+    """The priced configurations of the pool that fit, with their copies in independent mode."""
+    fitting = options(ask, data, limits.max_gpus, framework, True, limits.pool)
+    return with_replicas(fitting, limits.max_gpus) if limits.mode == "independent" else fitting
 
 
 #: Weight formats an empty inference answer offers instead, best quality first: the llama.cpp
@@ -732,8 +774,7 @@ def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: st
         if quant.bits_per_weight >= ask.quant.bits_per_weight:
             continue
         smaller = replace(ask, quant=quant)
-        fits = options(smaller, data, limits.max_gpus, framework, True, limits.pool)
-        found = ranked(_affordable(fits, data, limits))
+        found = ranked(_affordable(_offered(smaller, data, limits, framework), data, limits))
         if found:
             best = found[0]
             return (
@@ -781,7 +822,7 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
     cheapest = min(powered, key=lambda o: (_cost(o, data), o.gpu.slug))
     assert cheapest.gpu.price is not None
     extra = platform_extra(cheapest, data)
-    box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra > 0 else ""
+    box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra else ""
     return (
         f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) is within "
         f"${limits.budget:,.0f}; the cheapest is {cheapest.count} x {cheapest.gpu.slug} at "

@@ -120,7 +120,8 @@ class Recommendation(AnswerRow):
     scaling_factor: float = Field(description="Throughput of `count` GPUs / one GPU.")
     scaling_basis: str = Field(
         description="single | independent | measured | fitted:<fw>/<link> (profile fitted from "
-        "measured results) | profile:<fw>/<link> (assumed profile) | tensor-parallel:<link>"
+        "measured results) | profile:<fw>/<link> (assumed profile) | tensor-parallel:<link>; "
+        "model= asks: split:learned@<n> | split:assumed | independent:<copies>x<gpus per copy>"
     )
     why: str
     frameworks: list[str] = _frameworks()

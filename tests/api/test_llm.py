@@ -297,7 +297,6 @@ def test_model_asks_state_price_age_and_refuse_what_they_cannot_answer(client):
     assert price["age_days"] is not None and price["age_days"] >= 0 and price["stale"] is False
     for route, params, field in [
         ("/recommend", {"budget": 3000, "sort": "tco"}, "sort"),
-        ("/recommend", {"budget": 3000, "mode": "independent"}, "mode"),
         ("/rankings", {"sort": "tco"}, "sort"),
     ]:
         response = client.get(route, params={"model": "llama-3.1-8b", **params})
@@ -352,3 +351,39 @@ def test_a_decode_ask_scales_the_throughput_models_estimate_of_its_workload(clie
     )
     assert single["basis"] == "measured" and single["throughput"] == pytest.approx(66.0)
     assert single["throughput_low"] < 66.0 < single["throughput_high"]
+
+
+@pytest.mark.parametrize("task", ["inference", "qlora"])
+def test_independent_mode_offers_copies_at_copies_times_one_copys_throughput(client, task):
+    """mode=independent: r copies of a configuration (serving, or independent experiments),
+    r x one copy's tokens/s and band; nothing is credited for splitting one copy."""
+    ask = {"model": "llama-3.1-8b", "task": task, "budget": 10**6, "max_gpus": 4, "limit": 50}
+    if task == "inference":
+        ask["quant"] = "q4_k_m"
+    ranking = {k: v for k, v in ask.items() if k not in ("budget", "limit")}
+    one = {i["gpu"]: i for i in client.get("/rankings", params=ranking).json()["items"]}
+    answer = client.get("/recommend", params={**ask, "mode": "independent"}).json()
+    assert answer["mode"] == "independent"
+    copies = [i for i in answer["recommendations"] if i["scaling_basis"].startswith("independent")]
+    assert copies
+    for item in copies:
+        r, k = map(int, item["scaling_basis"].split(":")[1].split("x"))
+        assert (k, item["count"]) == (1, r) and r >= 2  # an 8B model fits one card
+        single = one[item["gpu"]]
+        assert item["throughput"] == pytest.approx(r * single["throughput"], rel=1e-9)
+        assert item["throughput_low"] == pytest.approx(r * single["throughput_low"], rel=1e-9)
+        assert item["total_price_usd"] == pytest.approx(r * single["price"]["usd"])
+        assert f"{r} independent copies on {item['gpu']} each" in item["why"]
+
+
+def test_a_count_no_sourced_box_holds_is_priced_as_gpus_only_and_says_so(client):
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "budget": 10**6, "max_gpus": 8}
+    answer = client.get("/recommend", params={**ask, "mode": "independent", "limit": 50}).json()
+    from service.catalog.loaders import load_platforms
+
+    boxes = {p.gpu_count for p in load_platforms()}
+    cards = [i for i in answer["recommendations"] if i["unit_gpus"] == 1]  # platforms: in price
+    unboxed = [i for i in cards if i["count"] > max(boxes)]
+    assert unboxed, "8 GPUs of copies are offered"
+    for item in unboxed:
+        assert f"no sourced box for {item['count']} GPUs" in item["why"]
