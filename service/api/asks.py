@@ -79,29 +79,17 @@ def recommendation_ask(q: RecommendQuery) -> RecommendationAsk:
     )
 
 
-def refuse_for_models(sort: str) -> None:
-    """sort=tco with model= is a 422 rather than an answer that silently ignores it: LLM rows
-    carry no cost of ownership."""
-    if sort == "tco":
-        raise InvalidInput.one(
-            ("query", "sort"),
-            "sort=tco ranks by cost of ownership, which model= answers do not compute; "
-            "use sort=performance (or perf_per_dollar on /rankings)",
-            "not_for_model_asks",
-        )
-
-
 def llm_limits(q: RecommendQuery) -> Limits:
     """/recommend's constraints on a model= ask (budget, count, speed, power, pool, mode:
     independent also offers several copies of a configuration, for serving or for
-    independent experiments)."""
-    refuse_for_models(q.sort)
+    independent experiments), and its cost settings and order."""
     return Limits(
         budget=q.budget,
         max_gpus=q.max_gpus,
         min_tokens_per_s=q.min_tokens_per_s,
         max_power_w=q.max_power_w,
-        host_power_w=q.host_power_w,
         pool=Pool(q.stack, q.min_memory_gb or 0.0),
         mode=q.mode,
+        costs=q.settings(),
+        sort=q.sort,
     )

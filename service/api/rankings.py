@@ -5,10 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.asks import ask_for, refuse_for_models
+from service.api.asks import ask_for
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.http_cache import http_cached
+from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model import llm as llm_rows
 from service.schemas.catalog import Stack
@@ -64,6 +65,7 @@ async def rankings(
             format,
             llm_rows.Pool(stack, min_memory_gb or 0.0),
             allow_stale,
+            costs.settings(),
         )
     read = await read_model.rankings(
         workload, precision, condition, min_memory_gb, sort, costs.settings(), allow_stale, stack
@@ -99,13 +101,13 @@ async def _llm_rankings(
     format: Format | None,
     pool: llm_rows.Pool,
     allow_stale: bool,
+    costs: CostSettings,
 ) -> Response:
-    """Every GPU's (of `pool`) fewest-GPU configuration that fits the model, by tokens/s (or
-    per dollar)."""
+    """Every GPU's (of `pool`) fewest-GPU configuration that fits the model, by tokens/s, per
+    dollar or by cost of ownership per million tokens (sort=tco)."""
     ask = ask_for(model, task, quant, context, batch)
-    refuse_for_models(sort)
     data = await llm_rows.read(read_model.engine, read_model.settings, condition, ask, allow_stale)
-    rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort, pool)
+    rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort, pool, costs)
     if wants_csv(request, format):
         return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
     answer = Rankings(

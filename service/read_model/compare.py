@@ -42,7 +42,16 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
     unit_price = price_info(cand, snapshot)
     if unit_price is not None:
         total = unit_price.usd * count
-        cost = costed(snapshot, slug, total, count, cand.tdp_w, throughput, costs)
+        cost = costed(
+            snapshot.ownership,
+            snapshot.workload.unit,
+            slug,
+            total,
+            count,
+            cand.tdp_w,
+            throughput,
+            costs,
+        )
         o = cost.ownership
         buy = BuySide(
             unit_price=unit_price,

@@ -1,4 +1,4 @@
-"""Cost-of-ownership fields of a ranking or recommendation row, from a snapshot's ownership data.
+"""Cost-of-ownership fields of a ranking or recommendation row, from the ownership data.
 
 One function fills both row kinds, so `tco_usd`, `cost_per_million_units` and
 `break_even_hours` mean the same in /rankings, /recommend, /compare and the web page.
@@ -15,8 +15,7 @@ from service.domain.tco import (
     platform_for,
     power_notes,
 )
-from service.read_model.ownership import CloudOffer
-from service.read_model.snapshot import Snapshot
+from service.read_model.ownership import CloudOffer, OwnershipData
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,8 @@ class Costed:
 
 
 def costed(
-    snapshot: Snapshot,
+    data: OwnershipData,
+    unit: str,
     slug: str,
     price_usd: float,
     count: int,
@@ -53,13 +53,14 @@ def costed(
     throughput: float,
     costs: CostSettings,
 ) -> Costed:
-    data = snapshot.ownership
+    """`count` of GPU `slug` bought for `price_usd` in all, each drawing `tdp_w`, doing
+    `throughput` `unit` per second: cost of ownership, cloud break-even and their account."""
     o = ownership(
         price_usd,
         count,
         tdp_w,
         throughput,
-        snapshot.workload.unit,
+        unit,
         costs,
         platform_for(data.platforms, count),
         data.used_new_ratio.get(slug),

@@ -47,11 +47,12 @@ from service.domain.estimate import Estimate
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import PriceObservation, age_days, current_price, is_stale
 from service.domain.scaling import ProfileKey, scaling
-from service.domain.tco import PlatformCost, extra_platform_usd
+from service.domain.tco import CostSettings, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
+from service.read_model.costing import costed, fits_power
 from service.read_model.estimates import estimates_for, single_result_half_width
-from service.read_model.ownership import platform_costs
+from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
@@ -130,7 +131,7 @@ class LlmData:
     profiles: dict[ProfileKey, float] = field(default_factory=dict)  # assumed
     train_reference: TrainReference | None = None
     fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
-    platforms: dict[int, PlatformCost] = field(default_factory=dict)
+    ownership: OwnershipData = field(default_factory=OwnershipData)  # boxes, resale, cloud
     today: date | None = None  # prices' age is counted from it
     max_age_days: int = 0  # a price older than this is stale
     decode_reference: DecodeReference | None = None
@@ -267,7 +268,7 @@ def load(
         profiles.assumed,
         reference,
         profiles.fitted_efficiency,
-        platform_costs(session),
+        load_ownership(session, today, max_age_days),
         today,
         max_age_days,
     )
@@ -576,18 +577,26 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
 
 
-def platform_extra(o: LlmOption, data: LlmData) -> float | None:
+def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings | None = None) -> float | None:
     """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
-    0 for one GPU and for whole platforms; None where no sourced box holds them (the budget
-    then counts the GPUs only, and the why says so)."""
-    if o.gpu.unit_gpus > 1:
+    0 for one GPU, for whole platforms and when the caller prices the platform
+    (`platform_usd`); None where no sourced box holds them (the budget then counts the GPUs
+    only, and the why says so)."""
+    if o.gpu.unit_gpus > 1 or (costs is not None and costs.platform_usd is not None):
         return 0.0
-    return extra_platform_usd(data.platforms, o.count)
+    return extra_platform_usd(data.ownership.platforms, o.count)
 
 
 def why(
-    o: LlmOption, ask: llm_fit.Ask, rank: int, budget: float | None, extra: float | None = 0.0
+    o: LlmOption,
+    ask: llm_fit.Ask,
+    rank: int,
+    budget: float | None,
+    extra: float | None = 0.0,
+    by_cost: bool = False,
 ) -> str:
+    """The account of one option; `rank` is its place by throughput (said so when the answer
+    is ordered by cost, `by_cost`)."""
     what = o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
     if o.replicas > 1:
         per_copy = o.count // o.replicas
@@ -620,7 +629,7 @@ def why(
         f"batch {o.headroom.max_batch} at context {ask.context}"
     )
     within = f" within ${budget:,.0f}" if budget is not None else ""
-    lead = "Most throughput" if rank == 1 else f"#{rank}"
+    lead = f"#{rank} by throughput" if by_cost else "Most throughput" if rank == 1 else f"#{rank}"
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
         price += f" (no sourced box for {o.count} GPUs: the budget counts the GPUs only)"
@@ -663,24 +672,25 @@ def _row_fields(o: LlmOption) -> dict[str, Any]:
 class Limits:
     """What a recommendation must stay within besides fitting the model: the budget (GPUs
     plus the box several need), GPU count, a throughput floor, a power cap (GPUs' TDP x count
-    plus `host_power_w`; unknown TDPs are kept, as for fixed workloads) and the GPU pool."""
+    plus the costs' `host_power_w`; unknown TDPs are kept, as for fixed workloads) and the GPU
+    pool; and how rows are costed and ordered."""
 
     budget: float
     max_gpus: int
     min_tokens_per_s: float | None = None
     max_power_w: float | None = None
-    host_power_w: float | None = None
     pool: Pool = Pool()
     # independent: also r copies of each configuration that fits (serving, or experiments)
     mode: Mode = "parallel"
+    # cost of ownership of each row (host power, electricity, horizon, resale, platform)
+    costs: CostSettings = field(default_factory=CostSettings)
+    sort: str = "performance"  # or tco: cheapest per million tokens over the horizon
 
     def fast_enough(self, o: LlmOption) -> bool:
         return self.min_tokens_per_s is None or o.throughput >= self.min_tokens_per_s
 
     def within_power(self, o: LlmOption) -> bool:
-        if self.max_power_w is None or o.gpu.tdp_w is None:
-            return True
-        return o.gpu.tdp_w * o.count + (self.host_power_w or 0.0) <= self.max_power_w
+        return fits_power(o.gpu.tdp_w, o.count, self.costs, self.max_power_w)
 
 
 def with_replicas(fitting: list[LlmOption], max_gpus: int) -> list[LlmOption]:
@@ -709,35 +719,63 @@ def with_replicas(fitting: list[LlmOption], max_gpus: int) -> list[LlmOption]:
 def recommendation_rows(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, limit: int
 ) -> tuple[list[Recommendation], str | None]:
+    """The configurations within `limits`, by throughput (headroom inside overlapping bands),
+    or with sort=tco by cost per million tokens over the costs' horizon; each row carries its
+    cost of ownership and says it in `why`."""
     fitting = _offered(ask, data, limits, framework)
-    chosen = ranked(_affordable(fitting, data, limits))[:limit]
-    rows = []
-    for rank, o in enumerate(chosen, 1):
-        price = _price_info(o.gpu, data)
-        assert price is not None
-        total = price.usd * o.count
-        rows.append(
-            Recommendation(
-                rank=rank,
-                unit_price=price,
-                total_price_usd=total,
-                perf_per_dollar=o.throughput / total,
-                total_memory_gb=o.gpu.memory_gb * o.count,
-                tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
-                scaling_factor=o.speedup,
-                scaling_basis=o.scaling_basis,
-                why=why(o, ask, rank, limits.budget, platform_extra(o, data)),
-                **_row_fields(o),
+    affordable = ranked(_affordable(fitting, data, limits))
+    by_cost = limits.sort == "tco"
+    chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
+    rows = [
+        _recommendation(o, ask, data, limits, rank, by_cost) for rank, o in enumerate(chosen, 1)
+    ]
+    if by_cost:
+        rows.sort(
+            key=lambda r: (
+                r.cost_per_million_units is None,
+                r.cost_per_million_units or 0.0,
+                -r.throughput,
+                r.gpu,
             )
         )
+        rows = rows[:limit]
+        for rank, row in enumerate(rows, 1):
+            row.rank = rank
+            row.why = f"#{rank} by cost of ownership per million tokens; " + row.why
     if rows:
         return rows, None
     return rows, hint(ask, fitting, limits, data) + smaller_quant(ask, data, limits, framework)
 
 
-def _cost(o: LlmOption, data: LlmData) -> float:
+def _recommendation(
+    o: LlmOption, ask: llm_fit.Ask, data: LlmData, limits: Limits, rank: int, by_cost: bool
+) -> Recommendation:
+    price = _price_info(o.gpu, data)
+    assert price is not None
+    total = price.usd * o.count
+    cost = costed(
+        data.ownership, UNIT, o.gpu.slug, total, o.count, o.gpu.tdp_w, o.throughput, limits.costs
+    )
+    extra = platform_extra(o, data, limits.costs)
+    return Recommendation(
+        rank=rank,
+        unit_price=price,
+        total_price_usd=total,
+        perf_per_dollar=o.throughput / total,
+        total_memory_gb=o.gpu.memory_gb * o.count,
+        tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
+        scaling_factor=o.speedup,
+        scaling_basis=o.scaling_basis,
+        why=f"{why(o, ask, rank, limits.budget, extra, by_cost)} {cost.sentence()}".strip(),
+        **_row_fields(o),
+        **cost.fields(),
+    )
+
+
+def _cost(o: LlmOption, data: LlmData, costs: CostSettings | None = None) -> float:
     """What `o` costs within a budget: its cards plus the box several of them need."""
-    return (o.gpu.price.usd * o.count if o.gpu.price else 0.0) + (platform_extra(o, data) or 0.0)
+    cards = o.gpu.price.usd * o.count if o.gpu.price else 0.0
+    return cards + (platform_extra(o, data, costs) or 0.0)
 
 
 def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list[LlmOption]:
@@ -745,7 +783,7 @@ def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list
         o
         for o in fitting
         if o.gpu.price is not None
-        and _cost(o, data) <= limits.budget
+        and _cost(o, data, limits.costs) <= limits.budget
         and limits.fast_enough(o)
         and limits.within_power(o)
     ]
@@ -817,11 +855,11 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
             f"nothing that fits {ask.model.slug} draws at most {limits.max_power_w:g} W; the "
             f"lowest draw is {lowest.count} x {lowest.gpu.slug} at "
             f"{(lowest.gpu.tdp_w or 0.0) * lowest.count:g} W TDP"
-            + (f" + {limits.host_power_w:g} W host" if limits.host_power_w else "")
+            + (f" + {host:g} W host" if (host := limits.costs.host_power_w) else "")
         )
-    cheapest = min(powered, key=lambda o: (_cost(o, data), o.gpu.slug))
+    cheapest = min(powered, key=lambda o: (_cost(o, data, limits.costs), o.gpu.slug))
     assert cheapest.gpu.price is not None
-    extra = platform_extra(cheapest, data)
+    extra = platform_extra(cheapest, data, limits.costs)
     box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra else ""
     return (
         f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) is within "
@@ -832,11 +870,25 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
 
 
 def ranking_rows(
-    ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, sort: str, pool: Pool = Pool()
+    ask: llm_fit.Ask,
+    data: LlmData,
+    max_gpus: int,
+    framework: str,
+    sort: str,
+    pool: Pool = Pool(),
+    costs: CostSettings | None = None,
 ) -> list[RankingItem]:
+    """Every GPU's (of `pool`) fewest-GPU configuration that fits, by throughput (headroom
+    inside overlapping bands), perf per dollar, or cost per million tokens (sort=tco); with
+    `costs`, priced rows carry their cost of ownership."""
     rows = []
     for o in ranked(options(ask, data, max_gpus, framework, False, pool)):
         total = o.gpu.price.usd * o.count if o.gpu.price else None
+        cost = None
+        if costs is not None and total is not None:
+            cost = costed(
+                data.ownership, UNIT, o.gpu.slug, total, o.count, o.gpu.tdp_w, o.throughput, costs
+            )
         rows.append(
             RankingItem(
                 rank=0,
@@ -844,10 +896,15 @@ def ranking_rows(
                 price=_price_info(o.gpu, data),
                 perf_per_dollar=o.throughput / total if total else None,
                 **_row_fields(o),
+                **(cost.fields() if cost is not None else {}),
             )
         )
     if sort == "perf_per_dollar":
         rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
+    elif sort == "tco":
+        rows.sort(
+            key=lambda r: (r.cost_per_million_units is None, r.cost_per_million_units or 0, r.gpu)
+        )
     for rank, row in enumerate(rows, 1):
         row.rank = rank
     return rows

@@ -109,7 +109,16 @@ def ranking_rows(
             )
         )
         if costs is not None and c.price is not None:
-            cost = costed(snapshot, c.slug, c.price.usd, 1, c.tdp_w, e.value, costs)
+            cost = costed(
+                snapshot.ownership,
+                snapshot.workload.unit,
+                c.slug,
+                c.price.usd,
+                1,
+                c.tdp_w,
+                e.value,
+                costs,
+            )
             for name, value in cost.fields().items():
                 setattr(rows[-1], name, value)
     if sort == "tco":
@@ -192,7 +201,14 @@ def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -
     """`item` with its cost-of-ownership fields, and their account appended to `why`."""
     per_gpu_w = item.tdp_w / item.count if item.tdp_w is not None else None
     cost = costed(
-        snapshot, item.gpu, item.total_price_usd, item.count, per_gpu_w, item.throughput, costs
+        snapshot.ownership,
+        snapshot.workload.unit,
+        item.gpu,
+        item.total_price_usd,
+        item.count,
+        per_gpu_w,
+        item.throughput,
+        costs,
     )
     for name, value in cost.fields().items():
         setattr(item, name, value)

@@ -291,18 +291,32 @@ def test_model_asks_label_each_gpu_and_honour_stack_memory_and_power(client):
     assert none["recommendations"] == [] and "50 W" in none["hint"]
 
 
-def test_model_asks_state_price_age_and_refuse_what_they_cannot_answer(client):
-    top = client.get("/recommend", params={"budget": 3000, "model": "llama-3.1-8b"}).json()
-    price = top["recommendations"][0]["unit_price"]
-    assert price["age_days"] is not None and price["age_days"] >= 0 and price["stale"] is False
-    for route, params, field in [
-        ("/recommend", {"budget": 3000, "sort": "tco"}, "sort"),
-        ("/rankings", {"sort": "tco"}, "sort"),
-    ]:
-        response = client.get(route, params={"model": "llama-3.1-8b", **params})
-        assert response.status_code == 422, response.text
-        (error,) = response.json()["detail"]
-        assert error["loc"] == ["query", field] and error["type"] == "not_for_model_asks"
+def test_model_asks_carry_cost_of_ownership_and_sort_by_it(client):
+    """Each model= row states its price's age and its cost of ownership over the horizon, as a
+    fixed workload's row does; sort=tco orders by cost per million tokens."""
+    ask = {"budget": 3000, "model": "llama-3.1-8b", "quant": "q4_k_m", "limit": 10}
+    rows = client.get("/recommend", params=ask).json()["recommendations"]
+    assert rows
+    hours = 8 * 365 * 3  # the stated defaults: 8 h/day for 3 years
+    for row in rows:
+        price = row["unit_price"]
+        assert price["age_days"] is not None and price["age_days"] >= 0 and not price["stale"]
+        parts = row["total_price_usd"] + row["platform_usd"] + row["energy_usd"]
+        assert row["tco_usd"] == pytest.approx(parts - row["resale_usd"])
+        assert row["draw_w"] == pytest.approx(row["tdp_w"])
+        millions = row["throughput"] * hours * 3600 / 1e6
+        assert row["cost_per_million_units"] == pytest.approx(row["tco_usd"] / millions)
+        assert "to own over 3 years" in row["why"] and "per million tokens" in row["why"]
+    cheapest = client.get("/recommend", params={**ask, "sort": "tco"}).json()["recommendations"]
+    per_million = [r["cost_per_million_units"] for r in cheapest]
+    assert per_million == sorted(per_million)
+    assert cheapest[0]["why"].startswith("#1 by cost of ownership per million tokens; #")
+    assert " by throughput within $3,000" in cheapest[0]["why"]
+    assert per_million[0] <= min(r["cost_per_million_units"] for r in rows)
+    ranked = client.get("/rankings", params={"model": "llama-3.1-8b", "sort": "tco"}).json()
+    costed = [i["cost_per_million_units"] for i in ranked["items"] if i["price"] is not None]
+    assert costed and costed == sorted(costed)
+    assert all(i["cost_per_million_units"] is None for i in ranked["items"] if i["price"] is None)
 
 
 def test_a_decode_ask_scales_the_throughput_models_estimate_of_its_workload(client, keys):
