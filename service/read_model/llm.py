@@ -206,8 +206,10 @@ def load(
     aggregates and scaling profiles; with `train_precision` also the training reference
     estimates at that precision."""
     prices: dict[int, list[PriceObservation]] = defaultdict(list)
-    for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
-        assert p.usd is not None
+    every_price = session.exec(select(Price)).all()  # purchase and cloud rows, read once
+    for p in every_price:
+        if p.usd is None:
+            continue
         prices[p.gpu_id].append(
             PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
         )
@@ -268,7 +270,7 @@ def load(
         profiles.assumed,
         reference,
         profiles.fitted_efficiency,
-        load_ownership(session, today, max_age_days),
+        load_ownership(session, today, max_age_days, every_price),
         today,
         max_age_days,
     )

@@ -1,10 +1,11 @@
 """What cost of ownership needs from the database, loaded once per snapshot: the platform table,
 each GPU's newest used/new price ratio, and its current cloud offers (newest per provider)."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from service.domain.tco import PlatformCost
 from service.models import Gpu, Platform, Price
@@ -39,11 +40,16 @@ def platform_costs(session: Session) -> dict[int, PlatformCost]:
     return out
 
 
-def load_ownership(session: Session, today: date, max_age_days: int) -> OwnershipData:
+def load_ownership(
+    session: Session, today: date, max_age_days: int, prices: Sequence[Price] | None = None
+) -> OwnershipData:
+    """The ownership data as of `today`, from `prices` where the caller has already read every
+    price row (the result does not depend on their order), else read here."""
     slug_of = {g.id: g.slug for g in session.exec(select(Gpu)).all()}
     newest: dict[tuple[str, str], tuple[date, int, float]] = {}  # (slug, condition) -> newest usd
     cloud: dict[tuple[str, str], tuple[date, int, CloudOffer]] = {}  # (slug, provider)
-    for p in session.exec(select(Price).order_by(col(Price.id))).all():
+    rows = prices if prices is not None else session.exec(select(Price)).all()
+    for p in rows:
         slug = slug_of.get(p.gpu_id)
         age = (today - p.observed_at).days
         if slug is None or age < 0 or age > max_age_days:
