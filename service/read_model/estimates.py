@@ -246,6 +246,11 @@ class EstimateModel:
     def anything_measured(self) -> bool:
         return bool(self.fitted.observations)
 
+    def single_result_half_width(self, workload: Workload, precision: str) -> float:
+        """Log half-width of the band of a result of (workload, precision) measured once:
+        that workload's pooled run-to-run noise."""
+        return self.fitted.single_result_half_width(model_key(workload.slug, precision))
+
     def estimates(self, workload: Workload, precision: str) -> dict[str, est.Estimate]:
         """Every GPU's single-GPU estimate for (workload, precision), by slug."""
         spec = workload_spec(workload, precision)
@@ -365,13 +370,11 @@ def warm(engine: Engine) -> threading.Thread:
     return thread
 
 
+def estimate_model(session: Session) -> EstimateModel:
+    """The cached model of the session's data version (fitted on first use)."""
+    return MODELS.get(session)
+
+
 def estimates_for(session: Session, workload: Workload, precision: str) -> dict[str, est.Estimate]:
     """Every GPU's single-GPU estimate for (workload, precision), from the cached model."""
-    return MODELS.get(session).estimates(workload, precision)
-
-
-def single_result_half_width(session: Session, workload: Workload, precision: str) -> float:
-    """Log half-width of the band the cached model gives a result of (workload, precision)
-    measured once: that workload's pooled run-to-run noise."""
-    model = MODELS.get(session).fitted
-    return model.single_result_half_width(model_key(workload.slug, precision))
+    return estimate_model(session).estimates(workload, precision)

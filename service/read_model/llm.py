@@ -51,7 +51,7 @@ from service.domain.tco import CostSettings, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.costing import costed, fits_power
-from service.read_model.estimates import estimates_for, single_result_half_width
+from service.read_model.estimates import estimate_model, estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
@@ -121,7 +121,7 @@ class DecodeReference:
     mean_context: float
     estimates: dict[str, Estimate]
     # log half-width of a result of it measured once (its pooled run-to-run noise)
-    single_result_half_width: float = 0.0
+    single_result_half_width: float
 
 
 @dataclass
@@ -189,9 +189,13 @@ def decode_reference(
     workload = session.exec(select(Workload).where(Workload.slug == best.workload)).first()
     if workload is None:
         return None
-    estimates = estimates_for(session, workload, best.precision)
-    half = single_result_half_width(session, workload, best.precision)
-    return DecodeReference(best.workload, _mean_context(best), estimates, half)
+    model = estimate_model(session)  # one read of the cached fit for both
+    return DecodeReference(
+        best.workload,
+        _mean_context(best),
+        model.estimates(workload, best.precision),
+        model.single_result_half_width(workload, best.precision),
+    )
 
 
 def load(
@@ -390,10 +394,10 @@ def options(
             value, basis, kind, n = m.value.median, "measured", "measured", m.value.n
             speedup, scaling_basis = 1.0, "measured" if count > 1 else "single"
         else:
-            value, low, high, n, speedup, scaling_basis = _estimate(
+            value, low, high, n, speedup, scaling_basis, kind = _estimate(
                 ask, gpu, count, learned, data, framework
             )
-            basis, kind = "estimated", estimate_kind(ask, learned, data, gpu)
+            basis = "estimated"
         if not (math.isfinite(value) and value > 0):
             continue
         out[(gpu.slug, count)] = LlmOption(
@@ -459,9 +463,14 @@ def _estimate(
     learned: Learned,
     data: LlmData,
     framework: str,
-) -> tuple[float, float, float, int, float, str]:
+) -> tuple[float, float, float, int, float, str, str]:
+    """(value, low, high, n, speedup, scaling basis, the `model` it names): a scaled workload
+    estimate where there is one, else the roofline x the learned efficiency."""
     reference = _scaled_reference(ask, gpu, learned, data)
-    if reference is None:
+    if reference is not None:
+        kind = f"{TRAIN_REFERENCE}-scaled" if ask.phase == "train" else "workload-scaled"
+    else:
+        kind = f"roofline-{learned.efficiency.basis}"
         eff = learned.efficiency
         roof = llm_fit.roofline_tokens_per_s(
             ask.model,
@@ -488,7 +497,8 @@ def _estimate(
     else:
         speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
     value = one * speedup
-    return (value, value * math.exp(-log_low), value * math.exp(log_high), n, speedup, basis)
+    low, high = value * math.exp(-log_low), value * math.exp(log_high)
+    return value, low, high, n, speedup, basis, kind
 
 
 def _scaled_reference(
@@ -540,13 +550,6 @@ def _scaled_decode_reference(
         return None
     one = e.value * roof(ask.context, ask.batch) / reference
     return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
-
-
-def estimate_kind(ask: llm_fit.Ask, learned: Learned, data: LlmData, gpu: GpuRow) -> str:
-    """The `model` an estimated option names: a scaled workload estimate or a roofline."""
-    if _scaled_reference(ask, gpu, learned, data) is not None:
-        return f"{TRAIN_REFERENCE}-scaled" if ask.phase == "train" else "workload-scaled"
-    return f"roofline-{learned.efficiency.basis}"
 
 
 # ---------------------------------------------------------------- rows
