@@ -16,6 +16,7 @@ from service.domain.tco import (
     power_notes,
 )
 from service.read_model.ownership import CloudOffer, OwnershipData
+from service.schemas.rankings import AnswerRow, Recommendation
 
 
 @dataclass(frozen=True)
@@ -91,3 +92,19 @@ def fits_power(
     if max_power_w is None or tdp_w is None:
         return True
     return tdp_w * count + (costs.host_power_w or 0.0) <= max_power_w
+
+
+def cost_key(row: AnswerRow) -> tuple[bool, float, str]:
+    """Order by cost of ownership per unit of work, rows without one last (/rankings)."""
+    return row.cost_per_million_units is None, row.cost_per_million_units or 0.0, row.gpu
+
+
+def ranked_by_cost(items: list[Recommendation], limit: int, per: str) -> list[Recommendation]:
+    """The `limit` recommendations cheapest per unit of work (more throughput first among equal
+    costs), renumbered, each `why` saying it was ranked so ('#1 by cost of ownership per
+    `per`; ' before its account, which keeps its place by throughput)."""
+    ordered = sorted(items, key=lambda r: (*cost_key(r)[:2], -r.throughput, r.gpu))[:limit]
+    for rank, item in enumerate(ordered, 1):
+        item.rank = rank
+        item.why = f"#{rank} by cost of ownership per {per}; " + item.why
+    return ordered

@@ -50,7 +50,7 @@ from service.domain.scaling import ProfileKey, scaling
 from service.domain.tco import CostSettings, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
-from service.read_model.costing import costed, fits_power
+from service.read_model.costing import cost_key, costed, fits_power, ranked_by_cost
 from service.read_model.estimates import estimate_model, estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
@@ -735,18 +735,7 @@ def recommendation_rows(
         _recommendation(o, ask, data, limits, rank, by_cost) for rank, o in enumerate(chosen, 1)
     ]
     if by_cost:
-        rows.sort(
-            key=lambda r: (
-                r.cost_per_million_units is None,
-                r.cost_per_million_units or 0.0,
-                -r.throughput,
-                r.gpu,
-            )
-        )
-        rows = rows[:limit]
-        for rank, row in enumerate(rows, 1):
-            row.rank = rank
-            row.why = f"#{rank} by cost of ownership per million tokens; " + row.why
+        rows = ranked_by_cost(rows, limit, "million tokens")
     if rows:
         return rows, None
     return rows, hint(ask, fitting, limits, data) + smaller_quant(ask, data, limits, framework)
@@ -907,9 +896,7 @@ def ranking_rows(
     if sort == "perf_per_dollar":
         rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
     elif sort == "tco":
-        rows.sort(
-            key=lambda r: (r.cost_per_million_units is None, r.cost_per_million_units or 0, r.gpu)
-        )
+        rows.sort(key=cost_key)
     for rank, row in enumerate(rows, 1):
         row.rank = rank
     return rows

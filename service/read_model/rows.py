@@ -18,7 +18,7 @@ from service.domain.recommend import (
 )
 from service.domain.tco import CostSettings, extra_platform_usd
 from service.domain.vocabulary import ConditionChoice, Mode
-from service.read_model.costing import costed, fits_power
+from service.read_model.costing import cost_key, costed, fits_power, ranked_by_cost
 from service.read_model.snapshot import Snapshot
 from service.schemas.rankings import (
     PriceInfo,
@@ -122,9 +122,7 @@ def ranking_rows(
             for name, value in cost.fields().items():
                 setattr(rows[-1], name, value)
     if sort == "tco":
-        rows.sort(
-            key=lambda r: (r.cost_per_million_units is None, r.cost_per_million_units or 0, r.gpu)
-        )
+        rows.sort(key=cost_key)
     elif sort == "performance":
         rows.sort(key=lambda r: (-r.throughput, r.gpu))
     else:
@@ -162,18 +160,7 @@ def recommendation_rows(
         _with_costs(_recommendation(c, rank, snapshot, budget, extra), snapshot, costs)
         for rank, c in enumerate(fitting, 1)
     ]
-    all_items.sort(
-        key=lambda r: (
-            r.cost_per_million_units is None,
-            r.cost_per_million_units or 0,
-            -r.throughput,
-            r.gpu,
-        )
-    )
-    items = all_items[: ask.limit]
-    for rank, item in enumerate(items, 1):
-        item.rank = rank
-        item.why = f"#{rank} by cost of ownership per unit of work; " + item.why
+    items = ranked_by_cost(all_items, ask.limit, "unit of work")
     top = max((c.throughput for c in fitting), default=0.0)
     return items, _hints(snapshot, items, budget, min_memory_gb, ask.max_gpus, top, stack)
 
