@@ -582,12 +582,12 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
 
 
-def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings | None = None) -> float | None:
+def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings) -> float | None:
     """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
     0 for one GPU, for whole platforms and when the caller prices the platform
     (`platform_usd`); None where no sourced box holds them (the budget then counts the GPUs
     only, and the why says so)."""
-    if o.gpu.unit_gpus > 1 or (costs is not None and costs.platform_usd is not None):
+    if o.gpu.unit_gpus > 1 or costs.platform_usd is not None:
         return 0.0
     return extra_platform_usd(data.ownership.platforms, o.count)
 
@@ -766,7 +766,7 @@ def _recommendation(
     )
 
 
-def _cost(o: LlmOption, data: LlmData, costs: CostSettings | None = None) -> float:
+def _cost(o: LlmOption, data: LlmData, costs: CostSettings) -> float:
     """What `o` costs within a budget: its cards plus the box several of them need."""
     cards = o.gpu.price.usd * o.count if o.gpu.price else 0.0
     return cards + (platform_extra(o, data, costs) or 0.0)
@@ -809,10 +809,11 @@ def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: st
         found = ranked(_affordable(_offered(smaller, data, limits, framework), data, limits))
         if found:
             best = found[0]
+            cost = _cost(best, data, limits.costs)
             return (
                 f"; with quant={quant.name} ({smaller.breakdown(1).total_gb:.1f} GB on one GPU) "
                 f"{best.count} x {best.gpu.slug} is within ${limits.budget:,.0f} at "
-                f"${_cost(best, data):,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis})"
+                f"${cost:,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis})"
             )
     return ""
 

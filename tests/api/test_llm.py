@@ -401,3 +401,17 @@ def test_a_count_no_sourced_box_holds_is_priced_as_gpus_only_and_says_so(client)
     assert unboxed, "8 GPUs of copies are offered"
     for item in unboxed:
         assert f"no sourced box for {item['count']} GPUs" in item["why"]
+
+
+def test_the_smaller_format_hint_costs_what_the_budget_check_costs(client):
+    """With the platform priced by the caller (platform_usd), no box is added to the budget,
+    and the hint's figure is the cards alone, as the budget check counted them."""
+    ask = {"budget": 2500, "model": "llama-3.1-70b", "platform_usd": 0}
+    hint = client.get("/recommend", params=ask).json()["hint"]
+    found = re.search(r"with quant=(\S+) .* (\d+) x (\S+) is within \$2,500 at \$([\d,]+)", hint)
+    assert found, hint
+    quant, count, gpu = found.group(1), int(found.group(2)), found.group(3)
+    smaller = client.get("/recommend", params={**ask, "quant": quant}).json()["recommendations"]
+    top = smaller[0]
+    assert (top["gpu"], top["count"]) == (gpu, count) and count > 1
+    assert int(found.group(4).replace(",", "")) == round(top["total_price_usd"])
