@@ -10,5 +10,5 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --platform manylinux2014_x86_64 -d .whl \
     fastapi starlette pydantic pydantic-core pydantic-settings python-dotenv sqlmodel \
     sqlalchemy alembic mako greenlet uvicorn h11 rapidfuzz psycopg psycopg-binary \
-    annotated-types typing-inspection annotated-doc
+    annotated-types typing-inspection annotated-doc opentelemetry-api httptools
 du -sh .whl

@@ -55,13 +55,15 @@ echo "agent run: $(( $(date +%s) - START )) s"
 import sys, httpx
 port, admin = sys.argv[1], sys.argv[2]
 base = f"http://127.0.0.1:{port}"
-host = httpx.get(f"{base}/hosts", headers={"Authorization": f"Bearer {admin}"}).json()["items"][0]
+hosts = httpx.get(f"{base}/hosts", headers={"Authorization": f"Bearer {admin}"}).json()["items"]
+host = next(h for h in hosts if h["name"] == "gpu-check")  # seed adds the published hosts too
 cal = host["last_calibration"]
 if cal is None:
     sys.exit(f"no calibration stored; host state {host['state']}, job {host['open_job']}")
 print(f"device: {cal['device_name']} ({cal['device']}); catalog GPU: {host['gpu']} "
       f"[{host['mapping']}]")
-print(f"verdict: {cal['status']} {cal['reason'] or ''}; noise (max IQR/median) {cal['noise']:.3f}")
+noise = "-" if cal["noise"] is None else f"{cal['noise']:.3f}"
+print(f"verdict: {cal['status']} {cal['reason'] or ''}; noise (max IQR/median) {noise}")
 spec = httpx.get(f"{base}/gpus/{host['gpu']}").json() if host["gpu"] else {}
 columns = {"fp32": "fp32_tflops", "tf32": "tf32_tensor_tflops", "fp16": "fp16_tensor_tflops",
            "bf16": "bf16_tensor_tflops", "fp8": "fp8_tensor_tflops"}
@@ -72,7 +74,7 @@ for dtype, column in columns.items():
         continue
     peak = spec.get(column)
     ratio = f"{measured / peak:7.3f}" if peak else "      -"
-    print(f"{dtype:<6} {measured:16.1f} {peak if peak else '-':>10} {ratio}")
+    print(f"{dtype:<6} {measured:16.2f} {peak if peak else '-':>10} {ratio}")
 h2d = f"{cal['h2d_gbs']:.1f}" if cal["h2d_gbs"] else "-"
 bw_peak = spec.get("memory_bandwidth_gbs")
 bw_ratio = f" = {cal['bandwidth_gbs'] / bw_peak:.3f} of {bw_peak:g} spec" if bw_peak else ""

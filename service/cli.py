@@ -53,7 +53,7 @@ def seed() -> None:
     if accepted or rejected:
         typer.echo(
             f"published calibrations: {accepted} accepted, {rejected} rejected "
-            "(calibrations.csv, host public:stas00-mamf)"
+            "(calibrations.csv, one retired public:<source> host per source)"
         )
     typer.echo(render_seeded_results(report.results))
 

@@ -194,14 +194,18 @@ def load_platforms() -> list[PlatformSeed]:
     return newest_per_count(load_platform_rows())
 
 
-CALIBRATION_DTYPES = ("bf16", "fp8")
+CALIBRATION_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+SHAPE_DTYPES = ("bf16", "fp8")  # the published MAMF table names its best shape for these
 
 
 @dataclass(frozen=True)
 class PublishedCalibration:
     gpu: str
+    host: str  # `public:<source>`: one retired host per publisher (seed_calibrations.py)
     device_name: str
     tflops: dict[str, float]  # dtype -> measured TFLOPS (only the dtypes measured)
+    bandwidth_gbs: float | None  # device copy, bytes read + written
+    h2d_gbs: float | None
     torch_version: str
     best_shapes: dict[str, str]
     source: str
@@ -214,12 +218,15 @@ def load_calibrations() -> list[PublishedCalibration]:
     out = []
     for row in _rows("calibrations.csv"):
         tflops = {d: float(row[f"{d}_tflops"]) for d in CALIBRATION_DTYPES if row[f"{d}_tflops"]}
-        shapes = {d: row[f"best_shape_{d}"] for d in CALIBRATION_DTYPES if row[f"best_shape_{d}"]}
+        shapes = {d: row[f"best_shape_{d}"] for d in SHAPE_DTYPES if row[f"best_shape_{d}"]}
         out.append(
             PublishedCalibration(
                 row["gpu"],
+                row["host"],
                 row["device_name"],
                 tflops,
+                _number(row["bandwidth_gbs"]),
+                _number(row["h2d_gbs"]),
                 row["torch_version"],
                 shapes,
                 row["source"],

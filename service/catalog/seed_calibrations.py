@@ -1,4 +1,4 @@
-"""Published matmul calibrations (calibrations.csv), stored as calibrations of a retired host.
+"""Published matmul calibrations (calibrations.csv), stored as calibrations of retired hosts.
 
 Why: the estimator scales each GPU's spec rate by its calibration efficiency (achieved / spec,
 service/read_model/estimates.py). Out of the box no host has calibrated anything, so a
@@ -9,18 +9,22 @@ is stored as one, under a host named for its source, and passes the same accepta
 (service/domain/calibration_gate.py: at most 1.10 x the spec peak).
 
 Design decisions:
-- One host per source (`public:<source>`), retired at creation: it is never due, never given a
-  job, and no token works for it (its secret is discarded). /calibrations lists its runs with
-  the host's name, so every figure says where it came from; `stats.source` carries the citation.
+- One host per source (the CSV's `host`, `public:<source>`), retired at creation: it is never
+  due, never given a job, and no token works for it (its secret is discarded). /calibrations
+  lists its runs with the host's name, so every figure says where it came from; `stats.source`
+  carries the citation. Sources: Stas Bekman's MAMF table (`public:stas00-mamf`) and this
+  project's own agent run on a lent H200 (`public:gpu-advisor-gpu-check`, bench/gpu_check.sh),
+  the only bf16 figure for that card.
 - Only GPUs the table names unambiguously: "A100 SXM" and "A100 PCIe" do not say 40 or 80 GB, so
   they are left out rather than guessed (catalog SOURCES.md says which).
-- Idempotent: a (host, GPU) pair already stored is not stored again; an admin's later
-  calibrations of the same GPU are newer and win (the estimator takes the newest accepted).
+- Idempotent: a (host, GPU) pair already stored is not stored again; the newest accepted
+  calibration of a GPU wins in the estimator, so a later source (or an admin's own run)
+  replaces an older one rather than mixing dtypes from two machines.
 """
 
 from datetime import UTC, datetime
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from service.auth import generate_secret
 from service.catalog.loaders import load_calibrations
@@ -28,17 +32,17 @@ from service.catalog.peaks import spec_peaks
 from service.domain import calibration_gate
 from service.models import Calibration, Gpu, Host
 
-SOURCE_HOST = "public:stas00-mamf"
+SOURCE_HOST = "public:stas00-mamf"  # the MAMF table's host, the first rows of the CSV
 
 
-def _source_host(session: Session) -> Host:
-    host = session.exec(select(Host).where(Host.name == SOURCE_HOST)).first()
+def _source_host(session: Session, name: str) -> Host:
+    host = session.exec(select(Host).where(Host.name == name)).first()
     if host is not None:
         return host
     secret = generate_secret("hst")  # discarded: nobody can act as this host
     now = datetime.now(UTC)
     host = Host(
-        name=SOURCE_HOST,
+        name=name,
         token_prefix=secret.prefix,
         token_sha256=secret.sha256,
         state="retired",
@@ -55,15 +59,19 @@ def seed_calibrations(session: Session) -> tuple[int, int]:
     rows = [c for c in load_calibrations() if c.gpu in gpus]
     if not rows:
         return 0, 0
-    host = _source_host(session)
-    assert host.id is not None
+    hosts = {name: _source_host(session, name) for name in dict.fromkeys(c.host for c in rows)}
     stored = set(
-        session.exec(select(Calibration.gpu_id).where(Calibration.host_id == host.id)).all()
+        session.exec(
+            select(Calibration.host_id, Calibration.gpu_id).where(
+                col(Calibration.host_id).in_([h.id for h in hosts.values()])
+            )
+        ).all()
     )
     accepted = rejected = 0
     for c in rows:
-        gpu = gpus[c.gpu]
-        if gpu.id in stored:
+        gpu, host = gpus[c.gpu], hosts[c.host]
+        assert host.id is not None
+        if (host.id, gpu.id) in stored:
             continue
         peaks = spec_peaks(gpu)
         verdict = calibration_gate.judge(c.tflops, peaks, 0.0)
@@ -73,8 +81,13 @@ def seed_calibrations(session: Session) -> tuple[int, int]:
                 gpu_id=gpu.id,
                 device="cuda",  # the accelerator path (ROCm's torch calls it cuda too)
                 device_name=c.device_name,
+                fp32_tflops=c.tflops.get("fp32"),
+                tf32_tflops=c.tflops.get("tf32"),
+                fp16_tflops=c.tflops.get("fp16"),
                 bf16_tflops=c.tflops.get("bf16"),
                 fp8_tflops=c.tflops.get("fp8"),
+                bandwidth_gbs=c.bandwidth_gbs,
+                h2d_gbs=c.h2d_gbs,
                 stack={"torch": c.torch_version},
                 stats={
                     "source": c.source,

@@ -28,9 +28,13 @@ def _rows():
 def test_every_row_is_sourced_dated_and_names_a_catalog_gpu(db):
     with Session(db) as session:
         slugs = set(session.exec(select(Gpu.slug)).all())
+    sources = {
+        "public:stas00-mamf": "stas00/ml-engineering@744d01e",
+        "public:gpu-advisor-gpu-check": "gpu-advisor bench/gpu_check.sh",
+    }
     for row in _rows():
         assert row["gpu"] in slugs
-        assert row["source"].startswith("stas00/ml-engineering@744d01e")
+        assert row["source"].startswith(sources[row["host"]])
         assert row["observed_at"] and row["torch_version"]
         assert row["bf16_tflops"] or row["fp8_tflops"]
 
@@ -38,7 +42,7 @@ def test_every_row_is_sourced_dated_and_names_a_catalog_gpu(db):
 def test_seeded_as_accepted_runs_of_a_retired_source_host(client):
     body = client.get("/calibrations", params={"limit": 100}).json()
     published = [c for c in body["items"] if c["host"] == SOURCE_HOST]
-    assert len(published) == len(_rows())
+    assert len(published) == sum(row["host"] == SOURCE_HOST for row in _rows())
     assert all(c["status"] == "accepted" and c["source"] for c in published)
     mi300x = next(c for c in published if c["gpu"] == "amd-mi300x")
     assert mi300x["bf16_tflops"] == 668.4
@@ -48,10 +52,29 @@ def test_seeded_as_accepted_runs_of_a_retired_source_host(client):
     assert gpu["calibration"]["host"] == SOURCE_HOST
 
 
-def test_the_source_host_is_never_due_and_takes_no_token(db):
+def test_the_source_hosts_are_never_due_and_take_no_token(db):
     with Session(db) as session:
-        host = session.exec(select(Host).where(Host.name == SOURCE_HOST)).one()
-        assert host.state == "retired" and host.retired_at is not None
+        for name in {row["host"] for row in _rows()}:
+            host = session.exec(select(Host).where(Host.name == name)).one()
+            assert host.state == "retired" and host.retired_at is not None
+
+
+def test_the_newest_source_of_a_gpu_wins_whole(client):
+    """The H200 has an FP8-only MAMF row and a newer full agent run; the estimator takes the
+    newer run for every dtype rather than mixing two machines' figures."""
+    from service.read_model.estimates import MODELS
+
+    rows = [r for r in _rows() if r["gpu"] == "nvidia-h200"]
+    newest = max(rows, key=lambda r: r["observed_at"])
+    h200 = client.get("/gpus/nvidia-h200").json()
+    assert h200["calibration"]["host"] == newest["host"]
+    with Session(client.app.state.engine) as session:
+        inputs = MODELS.get(session).inputs
+    spec = next(g for g in inputs.gpus if g.slug == "nvidia-h200")
+    for dtype in ("bf16", "fp8", "tf32"):
+        assert spec.calibration[f"tensor:{dtype}"] == pytest.approx(
+            float(newest[f"{dtype}_tflops"]) / h200[f"{dtype}_tensor_tflops"], rel=1e-6
+        )
 
 
 def test_reseeding_stores_nothing_twice(db):
