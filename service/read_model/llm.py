@@ -607,7 +607,11 @@ def why(
         per_copy = o.count // o.replicas
         copy = o.gpu.slug if per_copy == 1 else f"{per_copy} x {o.gpu.slug}"
         what = f"{o.replicas} independent copies on {copy} each ({o.count} GPUs)"
-    need = f"needs {o.breakdown.total_gb:.1f} GB per GPU"
+    capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
+    need = (
+        f"needs {o.breakdown.total_gb:.1f} GB per GPU of its {capacity:.1f} GB "
+        f"({o.gpu.memory_gb:g} GiB), {max(capacity - o.breakdown.total_gb, 0.0):.1f} GB spare"
+    )
     if o.basis == "measured":
         source = f"median of {o.n} measured results ({o.source})"
     elif o.model == "workload-scaled":

@@ -415,3 +415,18 @@ def test_the_smaller_format_hint_costs_what_the_budget_check_costs(client):
     top = smaller[0]
     assert (top["gpu"], top["count"]) == (gpu, count) and count > 1
     assert int(found.group(4).replace(",", "")) == round(top["total_price_usd"])
+
+
+def test_the_why_states_capacity_in_the_unit_of_the_need(client):
+    """Need is in GB of 1e9 bytes and a card's "16 GB" is 16 GiB: the account says both, so an
+    answer that fits 17.1 GB on a 16 GB card reads as the arithmetic it is."""
+    body = client.get("/recommend", params={"model": "llama-3-8b", "budget": 100000}).json()
+    assert body["recommendations"]
+    for row in body["recommendations"]:
+        need = float(re.search(r"needs ([\d.]+) GB per GPU", row["why"]).group(1))
+        have = float(re.search(r"of its ([\d.]+) GB \(", row["why"]).group(1))
+        spare = float(re.search(r"([\d.]+) GB spare", row["why"]).group(1))
+        capacity = llm_fit.capacity_gb(row["memory_gb"])
+        assert have == pytest.approx(capacity, abs=0.05)
+        assert f"({row['memory_gb']:g} GiB)" in row["why"]
+        assert need <= have + 0.05 and spare == pytest.approx(max(have - need, 0), abs=0.11)
