@@ -4,6 +4,9 @@ Design decisions:
 - A GPU sold only in units of `unit_gpus` (an 8-GPU HGX baseboard, an 8x OAM platform) is
   offered only in multiples of that unit; its per-GPU price is the unit's price / unit_gpus.
 - A GPU sold only as a cloud rental (`sold_as` = cloud) is never offered for purchase.
+- A GPU sold as a complete computer (`system`: a Mac Studio, a DGX Spark, a GH200 node) or as a
+  whole platform (`unit_gpus` > 1) comes with its box: its cost of ownership adds no PC and a
+  budget adds no multi-GPU box for it (`platform_included`).
 - The reasons are phrased for the `hint` of an answer, naming what would make it offerable.
 """
 
@@ -26,6 +29,20 @@ class Availability:
     @property
     def purchasable(self) -> bool:
         return self.sold_as != CLOUD_ONLY
+
+    @property
+    def platform_included(self) -> str | None:
+        """Why the price already pays for the box around the GPU; None for a card."""
+        return platform_included(self.sold_as, self.unit_gpus)
+
+
+def platform_included(sold_as: str, unit_gpus: int) -> str | None:
+    """Why a GPU sold as `sold_as` in units of `unit_gpus` needs no box bought beside it."""
+    if sold_as == "system":
+        return "sold as a complete computer, whose price includes it"
+    if unit_gpus > 1:
+        return f"sold as {unit_gpus}-GPU platforms, whose price includes the box"
+    return None
 
 
 def purchase_counts(availability: Availability, max_gpus: int) -> list[int]:

@@ -16,7 +16,8 @@ Design decisions:
   configuration of N > 1 cards fits a budget only with the box's extra cost over the one-GPU
   PC (`extra_platform_usd`) on top of the GPUs. Unknown for counts no sourced box holds (stated,
   counted 0); 0 when the caller gives `platform_usd` (they price the box themselves) and for GPUs
-  sold as whole platforms (HGX/OAM units, whose price is the platform's).
+  sold as whole platforms (HGX/OAM units, whose price is the platform's) or complete computers
+  (a Mac, a DGX Spark): their cost of ownership counts no platform either (`included`).
 - Break-even hours compare buying (fixed cost price + platform - resale, plus energy per hour)
   with renting `count` GPUs at the cheapest cloud rate: fixed / (rent per hour - energy per hour).
 """
@@ -111,13 +112,19 @@ def ownership(
     settings: CostSettings,
     platform: PlatformCost | None,
     used_new_ratio: float | None,
+    included: str | None = None,
 ) -> Ownership:
-    """Cost of owning `count` GPUs bought for `price_usd` in all, over the settings' horizon."""
+    """Cost of owning `count` GPUs bought for `price_usd` in all, over the settings' horizon;
+    `included` says why the price already pays for the platform (none is added)."""
     notes: list[str] = []
     draw = _draw(count, tdp_w, settings, notes)
     energy_kwh = (draw or 0.0) * settings.hours / 1000
     energy_usd = energy_kwh * settings.usd_per_kwh
-    platform_usd = _platform(count, settings, platform, notes)
+    if included is not None:
+        platform_usd = 0.0
+        notes.append(f"no platform counted: {included}")
+    else:
+        platform_usd = _platform(count, settings, platform, notes)
     fraction = _resale_fraction(settings, used_new_ratio, notes)
     resale_usd = price_usd * fraction
     total = tco(price_usd, platform_usd, energy_usd, resale_usd)

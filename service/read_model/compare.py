@@ -51,6 +51,7 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             cand.tdp_w,
             throughput,
             costs,
+            cand.availability.platform_included,
         )
         o = cost.ownership
         buy = BuySide(

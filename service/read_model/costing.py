@@ -53,9 +53,12 @@ def costed(
     tdp_w: float | None,
     throughput: float,
     costs: CostSettings,
+    included: str | None,
 ) -> Costed:
     """`count` of GPU `slug` bought for `price_usd` in all, each drawing `tdp_w`, doing
-    `throughput` `unit` per second: cost of ownership, cloud break-even and their account."""
+    `throughput` `unit` per second: cost of ownership, cloud break-even and their account.
+    `included`: why the price already pays for the platform (availability.platform_included),
+    required so that no caller forgets a Mac's or an HGX unit's box is in its price."""
     o = ownership(
         price_usd,
         count,
@@ -65,6 +68,7 @@ def costed(
         costs,
         platform_for(data.platforms, count),
         data.used_new_ratio.get(slug),
+        included,
     )
     notes = [*o.notes, *power_notes(o.draw_w)]
     offer = data.cheapest_cloud(slug)

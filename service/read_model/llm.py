@@ -43,14 +43,21 @@ from service.catalog import llm
 from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
+from service.domain.availability import platform_included
 from service.domain.estimate import Estimate
 from service.domain.plausibility import PeakRates, peak_tflops
-from service.domain.prices import PriceObservation, age_days, current_price, is_stale
+from service.domain.prices import (
+    PriceObservation,
+    age_days,
+    current_price,
+    is_stale,
+    shown_price,
+)
 from service.domain.scaling import ProfileKey, scaling
 from service.domain.tco import CostSettings, extra_platform_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
-from service.read_model.costing import cost_key, costed, fits_power, ranked_by_cost
+from service.read_model.costing import Costed, cost_key, costed, fits_power, ranked_by_cost
 from service.read_model.estimates import estimate_model, estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
@@ -76,6 +83,9 @@ class GpuRow:
     sold_as: str = "card"
     stack: str = "cuda"
     status: str = "in_production"
+    # the newest price whatever its age, shown (stale: true) where no usable price exists, as
+    # fixed-workload rankings show it; it never ranks, prices a budget or a cost of ownership
+    shown_price: PriceObservation | None = None
 
 
 @dataclass(frozen=True)
@@ -218,30 +228,28 @@ def load(
             PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
         )
     gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
-    rows = [
-        GpuRow(
-            g.slug,
-            g.name,
-            g.memory_gb,
-            g.memory_bandwidth_gbs,
-            g.tdp_w,
-            g.interconnect,
-            peak_rates(g),
-            current_price(
-                prices.get(g.id or -1, []),
-                condition,
-                today,
-                max_age_days,
-                g.status == "in_production",
-                allow_stale,
-            ),
-            g.unit_gpus or 1,
-            g.sold_as,
-            g.stack,
-            g.status,
+    rows = []
+    for g in gpus:
+        observed = prices.get(g.id or -1, [])
+        in_production = g.status == "in_production"
+        price = current_price(observed, condition, today, max_age_days, in_production, allow_stale)
+        rows.append(
+            GpuRow(
+                g.slug,
+                g.name,
+                g.memory_gb,
+                g.memory_bandwidth_gbs,
+                g.tdp_w,
+                g.interconnect,
+                peak_rates(g),
+                price,
+                g.unit_gpus or 1,
+                g.sold_as,
+                g.stack,
+                g.status,
+                price or shown_price(observed, condition, today, in_production),
+            )
         )
-        for g in gpus
-    ]
     slug_of = {g.id: g.slug for g in gpus}
     measured = []
     query = (
@@ -564,7 +572,8 @@ def precision_of(quant: memory.Quantization) -> str:
 
 
 def _price_info(gpu: GpuRow, data: LlmData) -> PriceInfo | None:
-    p = gpu.price
+    """The price a row shows: the usable one, else the newest (stale) one."""
+    p = gpu.price or gpu.shown_price
     if p is None:
         return None
     today = data.today
@@ -584,10 +593,10 @@ def _fmt(v: float) -> str:
 
 def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings) -> float | None:
     """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
-    0 for one GPU, for whole platforms and when the caller prices the platform
-    (`platform_usd`); None where no sourced box holds them (the budget then counts the GPUs
-    only, and the why says so)."""
-    if o.gpu.unit_gpus > 1 or costs.platform_usd is not None:
+    0 for one GPU, for whole platforms and complete computers, and when the caller prices the
+    platform (`platform_usd`); None where no sourced box holds them (the budget then counts the
+    GPUs only, and the why says so)."""
+    if platform_included(o.gpu.sold_as, o.gpu.unit_gpus) or costs.platform_usd is not None:
         return 0.0
     return extra_platform_usd(data.ownership.platforms, o.count)
 
@@ -745,15 +754,28 @@ def recommendation_rows(
     return rows, hint(ask, fitting, limits, data) + smaller_quant(ask, data, limits, framework)
 
 
+def _costed(o: LlmOption, total: float, data: LlmData, costs: CostSettings) -> Costed:
+    """Cost of ownership of `o` bought for `total`: the same costing as fixed workloads."""
+    return costed(
+        data.ownership,
+        UNIT,
+        o.gpu.slug,
+        total,
+        o.count,
+        o.gpu.tdp_w,
+        o.throughput,
+        costs,
+        platform_included(o.gpu.sold_as, o.gpu.unit_gpus),
+    )
+
+
 def _recommendation(
     o: LlmOption, ask: llm_fit.Ask, data: LlmData, limits: Limits, rank: int, by_cost: bool
 ) -> Recommendation:
     price = _price_info(o.gpu, data)
     assert price is not None
     total = price.usd * o.count
-    cost = costed(
-        data.ownership, UNIT, o.gpu.slug, total, o.count, o.gpu.tdp_w, o.throughput, limits.costs
-    )
+    cost = _costed(o, total, data, limits.costs)
     extra = platform_extra(o, data, limits.costs)
     return Recommendation(
         rank=rank,
@@ -800,26 +822,31 @@ SMALLER_QUANTS = ("q8_0", "q6_k", "q5_k_m", "q4_k_m")
 
 def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> str:
     """'; with quant=...' naming the best-quality smaller format that something within the
-    limits runs, and its top pick; '' for training asks or when none does. Someone asking for
-    a 70B model at $3,000 without naming a format gets bf16 (143 GB) and should learn that
-    Q4_K_M on two 24 GB cards is within reach."""
+    limits runs, and its top pick, then the same for the floor format (Q4_K_M) when that is
+    another one: the usual choice, half the bytes of Q8_0 to read per token, so often fewer
+    cards and twice the speed. '' for training asks or when none does. Someone asking for a 70B
+    model at $3,000 without naming a format gets bf16 (143 GB) and should learn that Q4_K_M on
+    two 24 GB cards is within reach."""
     if ask.task != "inference":
         return ""
+    offers: list[str] = []
     for name in SMALLER_QUANTS:
         quant = llm.quantization(name)
         if quant.bits_per_weight >= ask.quant.bits_per_weight:
             continue
+        if offers and name != SMALLER_QUANTS[-1]:
+            continue  # after the best-quality format that fits, only the floor is worth naming
         smaller = replace(ask, quant=quant)
         found = ranked(_affordable(_offered(smaller, data, limits, framework), data, limits))
         if found:
             best = found[0]
             cost = _cost(best, data, limits.costs)
-            return (
+            offers.append(
                 f"; with quant={quant.name} ({smaller.breakdown(1).total_gb:.1f} GB on one GPU) "
                 f"{best.count} x {best.gpu.slug} is within ${limits.budget:,.0f} at "
                 f"${cost:,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis})"
             )
-    return ""
+    return "".join(offers)
 
 
 def _pool_words(pool: Pool) -> str:
@@ -885,9 +912,7 @@ def ranking_rows(
         total = o.gpu.price.usd * o.count if o.gpu.price else None
         cost = None
         if costs is not None and total is not None:
-            cost = costed(
-                data.ownership, UNIT, o.gpu.slug, total, o.count, o.gpu.tdp_w, o.throughput, costs
-            )
+            cost = _costed(o, total, data, costs)
         rows.append(
             RankingItem(
                 rank=0,

@@ -6,7 +6,7 @@ answer with these rows, so a field means the same in every answer.
 
 from dataclasses import dataclass
 
-from service.domain.availability import exclusion
+from service.domain.availability import exclusion, platform_included
 from service.domain.prices import PriceObservation, age_days, is_stale
 from service.domain.recommend import (
     Candidate,
@@ -118,6 +118,7 @@ def ranking_rows(
                 c.tdp_w,
                 e.value,
                 costs,
+                c.availability.platform_included,
             )
             for name, value in cost.fields().items():
                 setattr(rows[-1], name, value)
@@ -196,6 +197,7 @@ def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -
         per_gpu_w,
         item.throughput,
         costs,
+        platform_included(item.sold_as, item.unit_gpus),
     )
     for name, value in cost.fields().items():
         setattr(item, name, value)
@@ -211,7 +213,7 @@ def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
     caller_priced = costs is not None and costs.platform_usd is not None
 
     def extra(config: Configuration) -> float | None:
-        if caller_priced or config.candidate.availability.unit_gpus > 1:
+        if caller_priced or config.candidate.availability.platform_included:
             return 0.0
         return extra_platform_usd(platforms, config.count)
 

@@ -396,7 +396,7 @@ def test_a_count_no_sourced_box_holds_is_priced_as_gpus_only_and_says_so(client)
     from service.catalog.loaders import load_platforms
 
     boxes = {p.gpu_count for p in load_platforms()}
-    cards = [i for i in answer["recommendations"] if i["unit_gpus"] == 1]  # platforms: in price
+    cards = [i for i in answer["recommendations"] if i["sold_as"] == "card"]  # others: in price
     unboxed = [i for i in cards if i["count"] > max(boxes)]
     assert unboxed, "8 GPUs of copies are offered"
     for item in unboxed:
@@ -430,3 +430,18 @@ def test_the_why_states_capacity_in_the_unit_of_the_need(client):
         assert have == pytest.approx(capacity, abs=0.05)
         assert f"({row['memory_gb']:g} GiB)" in row["why"]
         assert need <= have + 0.05 and spare == pytest.approx(max(have - need, 0), abs=0.11)
+
+
+def test_the_smaller_format_hint_also_names_the_q4_k_m_floor_and_its_pick(client):
+    """Where the best-quality smaller format that fits is not Q4_K_M, the hint names Q4_K_M
+    too (the usual choice, about half the bytes per token of Q8_0), each with the pick that
+    /recommend gives for that format."""
+    ask = {"budget": 5000, "model": "llama-3.1-70b", "max_gpus": 4}
+    hint = client.get("/recommend", params=ask).json()["hint"]
+    offers = re.findall(r"with quant=(\S+) \([^)]*\) (\d+) x (\S+) is within \$5,000", hint)
+    assert offers, hint
+    assert offers[0][0] != "q4_k_m", "four 24 GB cards at $5,000 hold 70B at 8.5 bits"
+    assert [quant for quant, _n, _gpu in offers][1:] == ["q4_k_m"]
+    for quant, count, gpu in offers:
+        top = client.get("/recommend", params={**ask, "quant": quant}).json()["recommendations"][0]
+        assert (top["gpu"], top["count"]) == (gpu, int(count))

@@ -107,3 +107,9 @@ def test_model_asks_rank_at_a_stale_price_only_with_allow_stale(fresh_client, ke
     row = next(r for r in loose["recommendations"] if r["gpu"] == "nvidia-titan-rtx")
     assert row["unit_price"]["stale"] and row["unit_price"]["age_days"] == 400
     assert (row["stack"], row["status"]) == ("cuda", "discontinued")
+    # /rankings shows the stale price, flagged, as for a fixed workload, and ranks nothing by it
+    ranked = fresh_client.get("/rankings", params={"model": "llama-3.1-8b", "condition": "used"})
+    item = next(i for i in ranked.json()["items"] if i["gpu"] == "nvidia-titan-rtx")
+    assert item["price"]["usd"] == 500 and item["price"]["stale"]
+    assert item["price"]["age_days"] == 400
+    assert item["perf_per_dollar"] is None and item["tco_usd"] is None

@@ -119,6 +119,8 @@ def test_platform_cost_comes_from_the_sourced_table_or_is_zero_and_said(client):
     counts = set()
     for r in body["recommendations"]:
         n = r["count"]
+        if r["sold_as"] == "system" or r["unit_gpus"] > 1:
+            continue  # its price includes the box (the next test)
         counts.add(n)
         holds = [row for c, row in rows.items() if c >= n]
         if not holds:
@@ -135,6 +137,30 @@ def test_platform_cost_comes_from_the_sourced_table_or_is_zero_and_said(client):
     for r in given["recommendations"]:
         assert r["platform_usd"] == 777
         assert r["resale_usd"] == pytest.approx(0.5 * r["total_price_usd"])
+
+
+def test_a_complete_computer_or_whole_platform_carries_no_platform_cost(client):
+    """A Mac, a DGX Spark or a GH200 node is a computer and an HGX unit is its own box: no PC
+    is added to what they cost to own, and a budget adds no multi-GPU box for several. Cards
+    keep the sourced box."""
+    costs = {k: v for k, v in ASK.items() if k != "budget"}
+    ranked = client.get("/rankings", params=costs | {"workload": "llama-3-8b-q4_k_m-tg512"}).json()
+    priced = [r for r in ranked["items"] if r["tco_usd"] is not None]
+    boxed = {r["gpu"] for r in priced if r["sold_as"] == "system" or r["unit_gpus"] > 1}
+    assert boxed and any(r["sold_as"] == "card" for r in priced)
+    for r in priced:
+        if r["gpu"] in boxed:
+            assert r["platform_usd"] == 0
+        else:
+            assert r["platform_usd"] > 0
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "budget": 500000, "max_gpus": 8}
+    recs = client.get("/recommend", params=ask | {"limit": 50}).json()["recommendations"]
+    systems = [r for r in recs if r["sold_as"] == "system"]
+    assert systems and any(r["sold_as"] == "card" for r in recs)
+    for r in systems:
+        assert r["platform_usd"] == 0
+        assert "no platform counted: sold as a complete computer" in r["why"]
+        assert "-GPU box over a one-GPU PC" not in r["why"]
 
 
 def test_a_four_gpu_configuration_carries_the_sourced_four_gpu_platform(client):
