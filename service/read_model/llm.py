@@ -31,8 +31,10 @@ version); answers are not stored in the answer cache.
 import math
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date
+from functools import partial
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
@@ -145,6 +147,9 @@ class LlmData:
     today: date | None = None  # prices' age is counted from it
     max_age_days: int = 0  # a price older than this is stale
     decode_reference: DecodeReference | None = None
+    # the decode reference of an ask in another format (smaller_quant), read only when an empty
+    # answer needs one, so that the hint's figure is the one /recommend gives for that format
+    reference_for: Callable[[llm_fit.Ask], DecodeReference | None] | None = None
 
 
 def _quant_name(text: str | None) -> str:
@@ -820,6 +825,14 @@ def _offered(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) ->
 SMALLER_QUANTS = ("q8_0", "q6_k", "q5_k_m", "q4_k_m")
 
 
+def smaller_quants(ask: llm_fit.Ask) -> list[memory.Quantization]:
+    """The SMALLER_QUANTS an inference ask's hint may offer: those lighter than its format."""
+    if ask.task != "inference":
+        return []
+    quants = [llm.quantization(name) for name in SMALLER_QUANTS]
+    return [q for q in quants if q.bits_per_weight < ask.quant.bits_per_weight]
+
+
 def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> str:
     """'; with quant=...' naming the best-quality smaller format that something within the
     limits runs, and its top pick, then the same for the floor format (Q4_K_M) when that is
@@ -827,17 +840,16 @@ def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: st
     cards and twice the speed. '' for training asks or when none does. Someone asking for a 70B
     model at $3,000 without naming a format gets bf16 (143 GB) and should learn that Q4_K_M on
     two 24 GB cards is within reach."""
-    if ask.task != "inference":
-        return ""
     offers: list[str] = []
-    for name in SMALLER_QUANTS:
-        quant = llm.quantization(name)
-        if quant.bits_per_weight >= ask.quant.bits_per_weight:
-            continue
-        if offers and name != SMALLER_QUANTS[-1]:
+    for quant in smaller_quants(ask):
+        if offers and quant.name != SMALLER_QUANTS[-1]:
             continue  # after the best-quality format that fits, only the floor is worth naming
         smaller = replace(ask, quant=quant)
-        found = ranked(_affordable(_offered(smaller, data, limits, framework), data, limits))
+        reference = data.reference_for(smaller) if data.reference_for else None
+        as_asked = replace(data, decode_reference=reference)  # what /recommend would use
+        found = ranked(
+            _affordable(_offered(smaller, as_asked, limits, framework), as_asked, limits)
+        )
         if found:
             best = found[0]
             cost = _cost(best, data, limits.costs)
@@ -932,6 +944,13 @@ def ranking_rows(
     return rows
 
 
+def _read_reference(
+    engine: Engine, measured: list[Measured], ask: llm_fit.Ask
+) -> DecodeReference | None:
+    with Session(engine) as session:
+        return decode_reference(session, ask, measured)
+
+
 async def read(
     engine: Engine,
     settings: Settings,
@@ -954,6 +973,7 @@ async def read(
             )
             if ask.phase == "decode":
                 data.decode_reference = decode_reference(session, ask, data.measured)
+                data.reference_for = partial(_read_reference, engine, data.measured)
             return data
 
     return await run_in_threadpool(build)

@@ -432,16 +432,32 @@ def test_the_why_states_capacity_in_the_unit_of_the_need(client):
         assert need <= have + 0.05 and spare == pytest.approx(max(have - need, 0), abs=0.11)
 
 
-def test_the_smaller_format_hint_also_names_the_q4_k_m_floor_and_its_pick(client):
+def test_the_smaller_format_hint_also_names_the_q4_k_m_floor_and_its_pick(client, keys):
     """Where the best-quality smaller format that fits is not Q4_K_M, the hint names Q4_K_M
-    too (the usual choice, about half the bytes per token of Q8_0), each with the pick that
-    /recommend gives for that format."""
+    too (the usual choice, about half the bytes per token of Q8_0), each with the pick and the
+    estimate that /recommend gives for that format: with Q4_K_M decode measured, that is the
+    throughput model's estimate of the measured workload, not the roofline the bf16 ask (with
+    nothing measured in its bytes) would use."""
+    for gpu, value in [
+        ("nvidia-rtx-a6000", 14.6),
+        ("nvidia-a100-80gb", 22.0),
+        ("nvidia-l40s", 15.1),
+        ("nvidia-rtx-6000-ada", 18.3),
+        ("nvidia-h100-pcie", 25.0),
+        ("nvidia-a40", 13.9),
+    ]:
+        post_results(client, keys, gpu, "llama-3-70b-q4_k_m-tg4096", [value], "q4_k_m")
     ask = {"budget": 5000, "model": "llama-3.1-70b", "max_gpus": 4}
     hint = client.get("/recommend", params=ask).json()["hint"]
-    offers = re.findall(r"with quant=(\S+) \([^)]*\) (\d+) x (\S+) is within \$5,000", hint)
+    offers = re.findall(
+        r"with quant=(\S+) \([^)]*\) (\d+) x (\S+) is within \$5,000 at \$[\d,]+ \(~([\d,.]+) ",
+        hint,
+    )
     assert offers, hint
     assert offers[0][0] != "q4_k_m", "four 24 GB cards at $5,000 hold 70B at 8.5 bits"
-    assert [quant for quant, _n, _gpu in offers][1:] == ["q4_k_m"]
-    for quant, count, gpu in offers:
+    assert [quant for quant, *_ in offers][1:] == ["q4_k_m"]
+    for quant, count, gpu, speed in offers:
         top = client.get("/recommend", params={**ask, "quant": quant}).json()["recommendations"][0]
         assert (top["gpu"], top["count"]) == (gpu, int(count))
+        # the same estimate as the ask in that format (its own decode reference), to 3 digits
+        assert float(speed.replace(",", "")) == pytest.approx(top["throughput"], rel=0.006)
