@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from service.catalog.peaks import CALIBRATED_RATE
 from service.schemas.catalog import GpuCreate, WorkloadCreate
 
 
@@ -194,7 +195,7 @@ def load_platforms() -> list[PlatformSeed]:
     return newest_per_count(load_platform_rows())
 
 
-CALIBRATION_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+CALIBRATION_DTYPES = tuple(CALIBRATED_RATE)  # the dtypes a calibration measures
 SHAPE_DTYPES = ("bf16", "fp8")  # the published MAMF table names its best shape for these
 
 

@@ -98,6 +98,20 @@ def extra_platform_usd(platforms: Mapping[int, PlatformCost], count: int) -> flo
     return max(box.usd - pc.usd, 0.0)
 
 
+def budget_extra_usd(
+    platforms: Mapping[int, PlatformCost],
+    count: int,
+    settings: CostSettings | None,
+    included: str | None,
+) -> float | None:
+    """What a budget pays beyond the GPUs: nothing when their price includes the box
+    (`included`, availability.platform_included) or the caller prices the platform
+    (`platform_usd`), else the box's extra over a one-GPU PC (`extra_platform_usd`)."""
+    if included is not None or (settings is not None and settings.platform_usd is not None):
+        return 0.0
+    return extra_platform_usd(platforms, count)
+
+
 def tco(price: float, platform: float, energy: float, resale: float) -> float:
     """The sum, in one place so every answer adds up the same way."""
     return price + platform + energy - resale

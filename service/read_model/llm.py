@@ -56,7 +56,7 @@ from service.domain.prices import (
     shown_price,
 )
 from service.domain.scaling import ProfileKey, scaling
-from service.domain.tco import CostSettings, extra_platform_usd
+from service.domain.tco import CostSettings, budget_extra_usd
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.costing import Costed, cost_key, costed, fits_power, ranked_by_cost
@@ -601,9 +601,8 @@ def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings) -> float | 
     0 for one GPU, for whole platforms and complete computers, and when the caller prices the
     platform (`platform_usd`); None where no sourced box holds them (the budget then counts the
     GPUs only, and the why says so)."""
-    if platform_included(o.gpu.sold_as, o.gpu.unit_gpus) or costs.platform_usd is not None:
-        return 0.0
-    return extra_platform_usd(data.ownership.platforms, o.count)
+    included = platform_included(o.gpu.sold_as, o.gpu.unit_gpus)
+    return budget_extra_usd(data.ownership.platforms, o.count, costs, included)
 
 
 def why(

@@ -16,7 +16,7 @@ from service.domain.recommend import (
     why,
     within_budget,
 )
-from service.domain.tco import CostSettings, extra_platform_usd
+from service.domain.tco import CostSettings, budget_extra_usd
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import cost_key, costed, fits_power, ranked_by_cost
 from service.read_model.snapshot import Snapshot
@@ -207,15 +207,13 @@ def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -
 
 def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
     """What the budget pays beyond the GPUs (service/domain/tco.py, Budget): the extra box N
-    cards need over a one-GPU PC; nothing for GPUs sold as whole platforms or when the caller
-    prices the platform (`platform_usd`)."""
+    cards need over a one-GPU PC; nothing for GPUs sold as whole platforms or complete
+    computers, or when the caller prices the platform (`platform_usd`)."""
     platforms = snapshot.ownership.platforms
-    caller_priced = costs is not None and costs.platform_usd is not None
 
     def extra(config: Configuration) -> float | None:
-        if caller_priced or config.candidate.availability.platform_included:
-            return 0.0
-        return extra_platform_usd(platforms, config.count)
+        included = config.candidate.availability.platform_included
+        return budget_extra_usd(platforms, config.count, costs, included)
 
     return extra
 
