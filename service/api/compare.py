@@ -5,11 +5,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from service.api.deps import ReadModelDep
+from service.api.deps import CostQueryDep, ReadModelDep
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model.compare import comparison
 from service.read_model.reads import snapshot_key
-from service.schemas.tco import Comparison, CostQuery
+from service.schemas.tco import Comparison
 
 router = APIRouter(tags=["recommend"])
 
@@ -17,7 +17,7 @@ router = APIRouter(tags=["recommend"])
 @router.get("/compare", response_model=Comparison, summary="Rent or buy one GPU configuration")
 async def compare(
     read_model: ReadModelDep,
-    costs: Annotated[CostQuery, Query()],
+    costs: CostQueryDep,
     gpu: Annotated[str, Query(min_length=1, max_length=64)],
     count: Annotated[int, Query(ge=1, le=8)] = 1,
     workload: Annotated[str | None, Query(max_length=64)] = None,

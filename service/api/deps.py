@@ -13,11 +13,13 @@ from fastapi import Depends, Path, Request
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from service.api.query_model import QueryModel
 from service.core.db import session_scope, write_engine
 from service.core.observability import Metrics
 from service.core.settings import Settings
 from service.read_model.accuracy import AccuracyService
 from service.read_model.reads import ReadModel
+from service.schemas.tco import CostQuery
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -72,3 +74,7 @@ AccuracyDep = Annotated[AccuracyService, Depends(get_accuracy)]
 HeadRevisionDep = Annotated[str | None, Depends(get_head_revision)]
 # Row ids in paths: within a 32-bit integer column, so no id can overflow the database.
 RowId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+
+# Cost-of-ownership assumptions shared by /rankings and /compare (api/query_model.py).
+CostQueryDep = Annotated[CostQuery, Depends(QueryModel(CostQuery))]

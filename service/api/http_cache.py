@@ -6,19 +6,19 @@ rest for every answer of such a route, including repeats the answer cache serves
 place: a route cannot send the headers without the 304, or the other way round.
 
 The ETag is a hash of the request (path, raw query string, CSV or JSON) and of the body the
-snapshot produced. It is computed from the answer rather than from this process's snapshot
-generation, so that several API processes behind one proxy give the same answer the same tag
+snapshot produced (answer_cache.answer_etag; a stored answer brings the one hashed when it was
+stored). It is computed from the answer rather than from this process's snapshot generation,
+so that several API processes behind one proxy give the same answer the same tag
 (a generation counter is per process: two processes could tag different data alike).
 `max-age` is GPU_ADVISOR_CACHE_TTL_S: no longer than a process itself reuses a snapshot.
 """
 
-import hashlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.read_model.answer_cache import accept_asks_for_csv
+from service.read_model.answer_cache import ETAG_SCOPE_KEY, accept_asks_for_csv, answer_etag
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK = "__http_cached__"
@@ -35,12 +35,11 @@ def is_http_cached(route: Any) -> bool:
 
 
 def etag_for(scope: Scope, body: bytes) -> bytes:
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(scope["path"].encode())
-    digest.update(b"?" + scope.get("query_string", b""))
-    digest.update(b"csv" if accept_asks_for_csv(scope) else b"json")
-    digest.update(body)
-    return b'"' + digest.hexdigest().encode() + b'"'
+    known: bytes | None = scope.get(ETAG_SCOPE_KEY)
+    if known is not None:
+        return known
+    query = scope.get("query_string", b"")
+    return answer_etag(scope["path"], query, accept_asks_for_csv(scope), body)
 
 
 def _if_none_match(scope: Scope) -> bytes | None:

@@ -7,10 +7,11 @@ about); other bad input: 422 naming the parameter.
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from service.api.asks import DEFAULT_CONTEXT, resolve
+from service.api.query_model import QueryModel
 from service.core.errors import InvalidInput
 from service.domain import memory
 from service.schemas.common import Problem
@@ -71,7 +72,7 @@ def breakdown(
     summary="Memory per GPU to run or fine-tune a model: weights, KV cache, activations, "
     "gradients, optimizer, adapters, overhead",
 )
-def get_memory(q: Annotated[MemoryQuery, Query()]) -> MemoryAnswer:
+def get_memory(q: Annotated[MemoryQuery, Depends(QueryModel(MemoryQuery))]) -> MemoryAnswer:
     spec, quant, result = breakdown(q)
     terms = result.as_gb()
     context = q.context or min(DEFAULT_CONTEXT, spec.max_context)

@@ -17,6 +17,7 @@ from typing import Any, Union, get_args, get_origin
 from fastapi import Request
 from pydantic import BaseModel
 
+from service.api.query_model import query_model_of
 from service.core.errors import InvalidInput
 
 # per route: (names it takes, names that take several values)
@@ -44,6 +45,9 @@ def _declared(dependant: Any) -> dict[str, bool]:
         else:
             names[field.alias] = _is_sequence(annotation)
     for sub in dependant.dependencies:
+        model = query_model_of(sub)
+        if model is not None:
+            names |= {info.alias or name: False for name, info in model.model_fields.items()}
         names |= _declared(sub)
     return names
 

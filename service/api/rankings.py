@@ -7,7 +7,7 @@ from fastapi.responses import Response
 
 from service.api.asks import ask_for
 from service.api.csv_format import columns_for, csv_response, wants_csv
-from service.api.deps import ReadModelDep
+from service.api.deps import CostQueryDep, ReadModelDep
 from service.api.http_cache import http_cached
 from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Precision
@@ -16,7 +16,6 @@ from service.schemas.catalog import Stack
 from service.schemas.common import Format, Problem
 from service.schemas.llm import TaskName
 from service.schemas.rankings import RankingItem, Rankings, RankingSort
-from service.schemas.tco import CostQuery
 
 router = APIRouter(tags=["rankings"])
 CSV_COLUMNS = columns_for(RankingItem)
@@ -32,7 +31,7 @@ CSV_COLUMNS = columns_for(RankingItem)
 async def rankings(
     request: Request,
     read_model: ReadModelDep,
-    costs: Annotated[CostQuery, Query()],
+    costs: CostQueryDep,
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
     sort: RankingSort = "performance",

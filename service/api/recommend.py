@@ -2,13 +2,14 @@
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from service.api.asks import ask_for, llm_limits, recommendation_ask
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.http_cache import http_cached
+from service.api.query_model import QueryModel
 from service.read_model import llm as llm_rows
 from service.read_model.reads import Rows
 from service.schemas.common import Problem
@@ -17,6 +18,7 @@ from service.schemas.rankings import Recommendation, Recommendations
 
 router = APIRouter(tags=["recommend"])
 CSV_COLUMNS = columns_for(Recommendation)
+RecommendQueryDep = Annotated[RecommendQuery, Depends(QueryModel(RecommendQuery))]
 
 
 @router.get(
@@ -26,9 +28,7 @@ CSV_COLUMNS = columns_for(Recommendation)
     summary="Best single and multi-GPU configurations for a budget and workload",
 )
 @http_cached
-async def recommend(
-    request: Request, read_model: ReadModelDep, q: Annotated[RecommendQuery, Query()]
-) -> Response:
+async def recommend(request: Request, read_model: ReadModelDep, q: RecommendQueryDep) -> Response:
     if q.model is not None:
         return await _llm_answer(request, read_model, q)
     read = await read_model.recommendations(recommendation_ask(q))

@@ -265,7 +265,7 @@ class HttpMethods:
         """Methods of the routes whose path matches (GET implies HEAD)."""
         out: set[str] = set()
         probe = {**scope, "method": "GET"}
-        for route in _routes(self.router):
+        for route in every_route(self.router):
             methods = getattr(route, "methods", None)
             if not methods:
                 continue
@@ -277,10 +277,10 @@ class HttpMethods:
         return out
 
 
-def _routes(router: Any) -> list[Any]:
+def every_route(router: Any) -> list[Any]:
     """Every route of `router`, through included routers (FastAPI keeps them nested)."""
     out: list[Any] = []
     for route in getattr(router, "routes", []):
         inner = getattr(route, "original_router", None)
-        out.extend(_routes(inner) if inner is not None else [route])
+        out.extend(every_route(inner) if inner is not None else [route])
     return out

@@ -57,7 +57,7 @@ def exclusion(slug: str, availability: Availability, max_gpus: int) -> str | Non
     """Why `slug` cannot be offered within `max_gpus`, or None when some count can be bought."""
     if not availability.purchasable:
         return f"{slug} is sold only as a cloud rental, not for purchase"
-    if purchase_counts(availability, max_gpus):
+    if max(availability.unit_gpus, 1) <= max_gpus:  # purchase_counts is not empty
         return None
     unit = availability.unit_gpus
     what = _UNIT_NAMES.get(availability.sold_as, "units")

@@ -126,11 +126,13 @@ def within_budget(
     extra: ExtraFn = no_extra,
 ) -> list[Configuration]:
     """The first `limit` configurations (already ranked) that fit the budget and memory; the
-    budget pays for the GPUs plus `extra` (the bigger box N cards need; None = unknown, 0)."""
+    budget pays for the GPUs plus `extra` (the bigger box N cards need, >= 0; None = unknown,
+    counted as 0)."""
     chosen: list[Configuration] = []
     for config in configs:
-        cost = config.total_price + (extra(config) or 0.0)
-        if cost <= budget and config.candidate.memory_gb >= min_memory_gb:
+        if config.total_price > budget or config.candidate.memory_gb < min_memory_gb:
+            continue  # the extra is never negative: no need to price the box
+        if config.total_price + (extra(config) or 0.0) <= budget:
             chosen.append(config)
             if len(chosen) == limit:
                 break

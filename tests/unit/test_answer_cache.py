@@ -15,6 +15,7 @@ from service.read_model.answer_cache import (
     MAX_QUERY_BYTES,
     AnswerCache,
     ServeCachedAnswers,
+    answer_etag,
     answer_key,
 )
 from service.read_model.snapshot import SnapshotKey
@@ -208,3 +209,26 @@ def test_stored_answers_do_not_keep_replaced_snapshots_alive():
     gc.collect()
     assert old() is None and len(answers) == 2
     assert get(asgi)[2] == b"call 3"  # the entry whose snapshot is gone is computed again
+
+
+def test_the_etag_is_hashed_once_when_stored_and_brought_by_each_repeat(monkeypatch):
+    from service.api import http_cache
+    from service.read_model import answer_cache
+
+    hashed: list[bytes] = []
+
+    def counting(path: str, query: bytes, csv: bool, body: bytes) -> bytes:
+        hashed.append(body)
+        return answer_etag(path, query, csv, body)
+
+    monkeypatch.setattr(answer_cache, "answer_etag", counting)
+    monkeypatch.setattr(http_cache, "answer_etag", counting)
+    monkeypatch.setattr(
+        Route, "endpoint", staticmethod(http_cache.http_cached(lambda: None)), raising=False
+    )
+    asgi, app, _, _ = make()
+    first = get(http_cache.HttpCaching(asgi, max_age_s=30))
+    second = get(http_cache.HttpCaching(asgi, max_age_s=30))
+    assert app.calls == 1 and hashed == [b"call 1"]
+    expected = answer_etag("/recommend", b"budget=800", False, b"call 1")
+    assert first[1][b"etag"] == second[1][b"etag"] == expected

@@ -47,3 +47,12 @@ def test_platform_gpus_come_in_whole_units_and_cloud_only_never():
     assert exclusion("x", hgx, 8) is None
     cloud = Availability("datacenter_only", "cloud", 1)
     assert purchase_counts(cloud, 8) == [] and "cloud" in (exclusion("x", cloud, 8) or "")
+
+
+def test_a_gpu_is_excluded_exactly_when_no_count_can_be_bought():
+    for sold_as in ("card", "hgx-8", "system", "cloud"):
+        for unit in (0, 1, 2, 4, 8):
+            for max_gpus in range(1, 9):
+                a = Availability(sold_as=sold_as, unit_gpus=unit)
+                excluded = exclusion("x", a, max_gpus) is not None
+                assert excluded == (not purchase_counts(a, max_gpus)), (sold_as, unit, max_gpus)
