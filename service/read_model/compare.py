@@ -2,7 +2,6 @@
 
 from service.core.errors import InvalidInput
 from service.domain.tco import CostSettings
-from service.read_model.costing import costed
 from service.read_model.rows import price_info
 from service.read_model.snapshot import Snapshot
 from service.schemas.tco import BuySide, CloudOfferOut, Comparison
@@ -42,9 +41,7 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
     unit_price = price_info(cand, snapshot)
     if unit_price is not None:
         total = unit_price.usd * count
-        cost = costed(
-            snapshot.ownership,
-            snapshot.workload.unit,
+        cost = snapshot.costed(
             slug,
             total,
             count,

@@ -5,6 +5,7 @@ answer with these rows, so a field means the same in every answer.
 """
 
 from dataclasses import dataclass
+from itertools import takewhile
 
 from service.domain.availability import exclusion, platform_included
 from service.domain.prices import PriceObservation, age_days, is_stale
@@ -18,8 +19,8 @@ from service.domain.recommend import (
 )
 from service.domain.tco import CostSettings, budget_extra_usd
 from service.domain.vocabulary import ConditionChoice, Mode
-from service.read_model.costing import cost_key, costed, fits_power, ranked_by_cost
-from service.read_model.snapshot import Snapshot
+from service.read_model.costing import cost_key, fits_power, ranked_by_cost
+from service.read_model.snapshot import Snapshot, unit_throughput
 from service.schemas.rankings import (
     PriceInfo,
     RankingItem,
@@ -109,9 +110,7 @@ def ranking_rows(
             )
         )
         if costs is not None and c.price is not None:
-            cost = costed(
-                snapshot.ownership,
-                snapshot.workload.unit,
+            cost = snapshot.costed(
                 c.slug,
                 c.price.usd,
                 1,
@@ -188,9 +187,7 @@ def _hints(
 def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -> Recommendation:
     """`item` with its cost-of-ownership fields, and their account appended to `why`."""
     per_gpu_w = item.tdp_w / item.count if item.tdp_w is not None else None
-    cost = costed(
-        snapshot.ownership,
-        snapshot.workload.unit,
+    cost = snapshot.costed(
         item.gpu,
         item.total_price_usd,
         item.count,
@@ -271,10 +268,12 @@ def _kept_out(
     """GPUs that availability or a missing fresh price kept out and that would have been
     faster than the first answer: what a buyer would otherwise have been offered. A GPU sold
     in units of N is compared at N GPUs (an upper bound: N x one GPU), a card at one."""
-    faster = sorted(
-        (c for c in pool if _unit_throughput(c) > top),
-        key=lambda c: (-_unit_throughput(c), c.slug),
-    )
+    in_pool = {c.slug for c in pool}
+    faster = [
+        c
+        for c in takewhile(lambda c: unit_throughput(c) > top, snapshot.fastest_units_first)
+        if c.slug in in_pool
+    ]
     floor = _datacenter_price_floor(pool)
     parts: list[str] = []
     unpriced: list[str] = []
@@ -316,10 +315,6 @@ def _datacenter_price_floor(pool: list[Candidate]) -> float | None:
         if c.price is not None and c.availability.status == "datacenter_only"
     ]
     return min(prices, default=None)
-
-
-def _unit_throughput(c: Candidate) -> float:
-    return c.estimate.value * max(1, c.availability.unit_gpus)
 
 
 def _no_price(snapshot: Snapshot, pool: list[Candidate], min_memory_gb: float) -> str:

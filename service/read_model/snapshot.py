@@ -12,6 +12,7 @@ within `cache_ttl_s`.
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import cached_property
 from typing import NamedTuple
 
 from sqlmodel import Session, col, select
@@ -21,13 +22,18 @@ from service.domain.availability import Availability
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configurations
 from service.domain.scaling import ProfileKey, Scaling, scaling
+from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Gpu, Price, Workload
+from service.read_model.costing import Costed, costed
 from service.read_model.estimates import estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 
 log = logging.getLogger(__name__)
+# Cost accounts kept per snapshot; their keys include the asker's cost settings (client input),
+# so the memo is bounded: past this many it starts again.
+MAX_COSTED = 4096
 
 
 class SnapshotKey(NamedTuple):
@@ -36,6 +42,11 @@ class SnapshotKey(NamedTuple):
     condition: ConditionChoice
     day: date  # current prices depend on the date
     allow_stale: bool = False  # rank at prices older than the freshness window too
+
+
+def unit_throughput(c: Candidate) -> float:
+    """One purchasable unit's throughput: N x one GPU for a GPU sold in units of N."""
+    return c.estimate.value * max(1, c.availability.unit_gpus)
 
 
 def utc_today() -> date:
@@ -60,6 +71,29 @@ class Snapshot:
     priced_otherwise: frozenset[str] = frozenset()
     fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
+    _costed: dict[tuple[object, ...], Costed] = field(default_factory=dict)
+
+    def costed(
+        self,
+        slug: str,
+        price_usd: float,
+        count: int,
+        tdp_w: float | None,
+        throughput: float,
+        costs: CostSettings,
+        included: str | None,
+    ) -> Costed:
+        """costing.costed with this snapshot's ownership data and unit, computed once per
+        configuration and cost settings: answers to different budgets show the same rows
+        (15% of a computed /recommend answer was these accounts)."""
+        key = (slug, price_usd, count, tdp_w, throughput, costs, included)
+        found = self._costed.get(key)
+        if found is None:
+            if len(self._costed) >= MAX_COSTED:
+                self._costed.clear()
+            found = costed(self.ownership, self.workload.unit, *key)
+            self._costed[key] = found
+        return found
 
     @property
     def decode(self) -> bool:
@@ -69,6 +103,12 @@ class Snapshot:
     @property
     def by_slug(self) -> dict[str, Candidate]:
         return {c.slug: c for c in self.candidates}
+
+    @cached_property
+    def fastest_units_first(self) -> list[Candidate]:
+        """Candidates by the throughput of one purchasable unit (a card, or an N-GPU
+        platform at N x one GPU), fastest first, ties by slug."""
+        return sorted(self.candidates, key=lambda c: (-unit_throughput(c), c.slug))
 
     def relative(self, throughput: float) -> float | None:
         if self.reference is None or self.reference.estimate.value <= 0:
