@@ -105,10 +105,11 @@ async def _llm_rankings(
     """Every GPU's (of `pool`) fewest-GPU configuration that fits the model, by tokens/s, per
     dollar or by cost of ownership per million tokens (sort=tco)."""
     ask = ask_for(model, task, quant, context, batch)
-    data = await llm_rows.read(read_model.engine, read_model.settings, condition, ask, allow_stale)
-    rows = llm_rows.ranking_rows(ask, data, max_gpus, framework, sort, pool, costs)
+    read = await read_model.llm(condition, ask, allow_stale)
+    rows = llm_rows.ranking_rows(ask, read.data, max_gpus, framework, sort, pool, costs)
     if wants_csv(request, format):
-        return csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
+        as_csv = csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
+        return read_model.stored(request.scope, read, as_csv)
     answer = Rankings(
         items=rows,
         workload=f"{ask.model.slug}:{ask.task}",
@@ -122,4 +123,5 @@ async def _llm_rankings(
         context=ask.context,
         batch=ask.batch,
     )
-    return Response(answer.model_dump_json(), media_type="application/json")
+    as_json = Response(answer.model_dump_json(), media_type="application/json")
+    return read_model.stored(request.scope, read, as_json)

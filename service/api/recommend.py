@@ -60,11 +60,9 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
     assert q.model is not None
     ask = ask_for(q.model, q.task, q.quant, q.context, q.batch)
     limits = llm_limits(q)
-    data = await llm_rows.read(
-        read_model.engine, read_model.settings, q.condition, ask, q.allow_stale
-    )
-    items, hint = llm_rows.recommendation_rows(ask, data, limits, q.framework, q.limit)
-    return _respond(
+    read = await read_model.llm(q.condition, ask, q.allow_stale)
+    items, hint = llm_rows.recommendation_rows(ask, read.data, limits, q.framework, q.limit)
+    answer = _respond(
         q,
         items,
         hint,
@@ -83,6 +81,7 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
         allow_stale=q.allow_stale,
         stack=q.stack,
     )
+    return read_model.stored(request.scope, read, answer)
 
 
 def _respond(

@@ -22,12 +22,12 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.read_model.snapshot import Snapshot, SnapshotKey, utc_today
+from service.read_model.snapshot import utc_today
 from service.read_model.snapshot_cache import SnapshotCache
 
 MAX_ENTRIES = 4096
@@ -36,6 +36,18 @@ MAX_BODY_BYTES = 256 * 1024  # larger answers (e.g. /recommend?limit=50 is ~45 K
 MAX_QUERY_BYTES = 1024  # longer query strings are answered but not stored
 
 AnswerKey = tuple[str, bytes, bool]
+
+
+class DatedKey(Protocol):
+    """The SnapshotCache key an answer was computed under (SnapshotKey, llm.LlmDataKey): a
+    stored answer is dropped on a new day."""
+
+    @property
+    def day(self) -> date: ...
+
+    def __hash__(self) -> int: ...
+
+
 ETAG_SCOPE_KEY = "gpu_advisor.etag"  # the answer's ETag, when already known
 
 
@@ -95,8 +107,8 @@ def answer_key(scope: Scope) -> AnswerKey | None:
 
 @dataclass(frozen=True)
 class CachedAnswer:
-    snapshot_key: SnapshotKey
-    snapshot: weakref.ref[Snapshot]  # weak: stored answers must not keep old snapshots alive
+    snapshot_key: DatedKey
+    snapshot: weakref.ref[object]  # weak: stored answers must not keep old snapshots alive
     headers: list[tuple[bytes, bytes]]
     body: bytes
     route: Any  # the route that answered, so metrics and access logs name it
@@ -124,9 +136,11 @@ class AnswerCache:
         self.paths: set[str] = set()  # paths with stored answers: other requests skip the lookup
 
     def store(
-        self, scope: Scope, snapshot_key: SnapshotKey, snapshot: Snapshot, response: Response
+        self, scope: Scope, snapshot_key: DatedKey, snapshot: object, response: Response
     ) -> None:
-        """Keep `response` (a 200 computed from `snapshot`) for repeats of this request."""
+        """Keep `response` (a 200 computed from `snapshot`, the SnapshotCache's entry for
+        `snapshot_key`: a Snapshot or a language-model ask's LlmData) for repeats of this
+        request."""
         key = answer_key(scope)
         body = bytes(response.body)
         if key is None or len(body) > min(MAX_BODY_BYTES, self._max_bytes):

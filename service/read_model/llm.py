@@ -23,9 +23,12 @@ scaled by FLOPs per token: tokens/s = estimate x flops_per_unit(llm-train) /
 memory.flops_per_token(ask). Time per token proportional to FLOPs is the roofline's own
 assumption; the band is the model's band, scaled alike.
 
-Read straight from the database on each ask (GPUs, current prices, LLM aggregates: three
-queries; scaling profiles from read_model/profiles.py and the throughput model, cached per data
-version); answers are not stored in the answer cache.
+What an ask reads (GPUs, current prices, LLM aggregates, scaling profiles: LlmData) is kept in
+the SnapshotCache like a fixed workload's snapshot, under an LlmDataKey (price condition,
+training precision, allow_stale, day), so it is stale after a write through this process or
+`cache_ttl_s`, and answers computed from it are stored in the answer cache. An ask's decode
+reference is read once per (model, format, context) and data version. Reading it all on every
+ask cost 60-75 ms of an 8B ask's 75-90 ms, in process (py-spy: ORM rows of every price).
 """
 
 import math
@@ -64,6 +67,7 @@ from service.read_model.estimates import estimate_model, estimates_for
 from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
+from service.read_model.snapshot_cache import SnapshotCache
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
 UNIT = "tokens/s"
@@ -136,6 +140,30 @@ class DecodeReference:
     single_result_half_width: float
 
 
+@dataclass(frozen=True)
+class LlmDataKey:
+    """What an ask's LlmData depends on besides the database: not a tuple, so that it never
+    equals a fixed workload's SnapshotKey in the shared SnapshotCache."""
+
+    condition: ConditionChoice
+    train_precision: str | None
+    allow_stale: bool
+    day: date
+
+
+# Decode references kept per LlmData; their keys hold the asked context (client input), so the
+# memo is bounded: past this many it starts again.
+MAX_REFERENCES = 1024
+ReferenceKey = tuple[str, str, int]  # model slug, format, context
+
+
+class _Unread:
+    """Marks a decode reference not read yet (None means: read, and there is none)."""
+
+
+_UNREAD = _Unread()
+
+
 @dataclass
 class LlmData:
     gpus: list[GpuRow]
@@ -150,6 +178,18 @@ class LlmData:
     # the decode reference of an ask in another format (smaller_quant), read only when an empty
     # answer needs one, so that the hint's figure is the one /recommend gives for that format
     reference_for: Callable[[llm_fit.Ask], DecodeReference | None] | None = None
+    # shared LlmData only: decode references read so far (reference_memo)
+    references: dict[ReferenceKey, DecodeReference | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LlmRead:
+    """One ask's data: `snapshot`, the shared LlmData the SnapshotCache holds under `key` (what
+    a stored answer is valid for), and `data`, the same with the ask's decode reference."""
+
+    key: LlmDataKey
+    snapshot: LlmData
+    data: LlmData
 
 
 def _quant_name(text: str | None) -> str:
@@ -943,36 +983,57 @@ def ranking_rows(
     return rows
 
 
-def _read_reference(
-    engine: Engine, measured: list[Measured], ask: llm_fit.Ask
-) -> DecodeReference | None:
+def reference_memo(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> DecodeReference | None:
+    """`ask`'s decode reference for the data of `shared`, read (with a session of its own) the
+    first time this model, format and context are asked."""
+    key = (ask.model.slug, ask.quant.name, ask.context)
+    known = shared.references.get(key, _UNREAD)  # one read: another thread may clear it
+    if not isinstance(known, _Unread):
+        return known
     with Session(engine) as session:
-        return decode_reference(session, ask, measured)
+        found = decode_reference(session, ask, shared.measured)
+    if len(shared.references) >= MAX_REFERENCES:
+        shared.references.clear()
+    shared.references[key] = found
+    return found
 
 
 async def read(
     engine: Engine,
     settings: Settings,
+    snapshots: SnapshotCache,
     condition: ConditionChoice,
     ask: llm_fit.Ask,
     allow_stale: bool = False,
-) -> LlmData:
-    """The data of one LLM ask, loaded in the thread pool with a session of its own."""
+) -> LlmRead:
+    """The data of one LLM ask: the shared LlmData from `snapshots` (loaded in the thread pool
+    with a session of its own when missing or stale), with the ask's decode reference."""
     train_precision = ask.quant.compute_precision if ask.phase == "train" else None
+    key = LlmDataKey(condition, train_precision, allow_stale, utc_today())
 
     def build() -> LlmData:
         with Session(engine) as session:
-            data = load(
+            return load(
                 session,
                 condition,
-                utc_today(),
+                key.day,
                 settings.price_max_age_days,
                 train_precision,
                 allow_stale,
             )
-            if ask.phase == "decode":
-                data.decode_reference = decode_reference(session, ask, data.measured)
-                data.reference_for = partial(_read_reference, engine, data.measured)
-            return data
 
-    return await run_in_threadpool(build)
+    shared = snapshots.fresh(key)
+    if not isinstance(shared, LlmData):
+        shared = await run_in_threadpool(snapshots.get, key, build)
+    assert isinstance(shared, LlmData)
+    if ask.phase != "decode":
+        return LlmRead(key, shared, shared)
+    known = shared.references.get((ask.model.slug, ask.quant.name, ask.context), _UNREAD)
+    if isinstance(known, _Unread):
+        reference = await run_in_threadpool(reference_memo, engine, shared, ask)
+    else:
+        reference = known
+    per_ask = replace(
+        shared, decode_reference=reference, reference_for=partial(reference_memo, engine, shared)
+    )
+    return LlmRead(key, shared, per_ask)

@@ -12,10 +12,13 @@ from starlette.types import Scope
 from service.catalog.lookup import workload_by_slug
 from service.core.errors import InvalidInput, UnknownSlug
 from service.core.settings import Settings
+from service.domain import llm_fit
 from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice
 from service.models import Workload
+from service.read_model import llm as llm_rows
 from service.read_model.answer_cache import AnswerCache
+from service.read_model.llm import LlmRead
 from service.read_model.rows import RecommendationAsk, ranking_rows, recommendation_rows
 from service.read_model.snapshot import Snapshot, SnapshotKey, build_snapshot, utc_today
 from service.read_model.snapshot_cache import SnapshotCache
@@ -78,7 +81,7 @@ class ReadModel:
         """The snapshot for `key`: from the cache without touching the database, or built
         (once) in the thread pool with a session of its own."""
         cached = self.snapshots.fresh(key)
-        if cached is not None:
+        if isinstance(cached, Snapshot):
             return cached
         settings, engine = self.settings, self.engine
 
@@ -136,7 +139,15 @@ class ReadModel:
         rows, hint = recommendation_rows(snapshot, ask, min_memory)
         return Rows(key, snapshot, rows, min_memory, hint)
 
-    def stored(self, scope: Scope, read: Rows[Any], answer: Response) -> Response:
+    async def llm(
+        self, condition: ConditionChoice, ask: llm_fit.Ask, allow_stale: bool = False
+    ) -> LlmRead:
+        """A language-model ask's data (read_model/llm.py), cached beside the snapshots."""
+        return await llm_rows.read(
+            self.engine, self.settings, self.snapshots, condition, ask, allow_stale
+        )
+
+    def stored(self, scope: Scope, read: Rows[Any] | LlmRead, answer: Response) -> Response:
         """`answer` (computed from `read`), kept for repeats of this request
         (ServeCachedAnswers answers them while its snapshot is current)."""
         self.answers.store(scope, read.key, read.snapshot, answer)

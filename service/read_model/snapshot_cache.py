@@ -3,12 +3,15 @@
 import threading
 import time
 from collections.abc import Callable, Hashable
+from typing import TypeVar, cast
 
-from service.read_model.snapshot import Snapshot
+T = TypeVar("T")
 
 
 class SnapshotCache:
-    """Per-process cache of snapshots, made stale by any local write or after `ttl_s`.
+    """Per-process cache of snapshots, made stale by any local write or after `ttl_s`. A key
+    decides what its entry is: a fixed workload's Snapshot (SnapshotKey) or a language-model
+    ask's LlmData (llm.LlmDataKey).
 
     Rebuilds are single-flight: when an entry is stale, one caller rebuilds it while the others
     keep serving the stale snapshot (for about one rebuild, ~10 ms), so a stream of writes does
@@ -20,7 +23,7 @@ class SnapshotCache:
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
         self._generation = 0
-        self._entries: dict[Hashable, tuple[int, float, Snapshot]] = {}
+        self._entries: dict[Hashable, tuple[int, float, object]] = {}
         # Build locks exist only while someone builds or waits for that key (reference
         # counted, removed at zero): keys come from client input, so none may stay behind.
         self._building: dict[Hashable, tuple[threading.Lock, int]] = {}
@@ -29,7 +32,7 @@ class SnapshotCache:
         with self._lock:
             self._generation += 1
 
-    def _lookup(self, key: Hashable) -> tuple[Snapshot | None, bool]:
+    def _lookup(self, key: Hashable) -> tuple[object | None, bool]:
         """(snapshot of the current generation or None, whether it is still fresh)."""
         with self._lock:
             entry = self._entries.get(key)
@@ -38,24 +41,25 @@ class SnapshotCache:
             return None, False
         return entry[2], entry[0] == generation and time.monotonic() - entry[1] < self.ttl_s
 
-    def fresh(self, key: Hashable) -> Snapshot | None:
+    def fresh(self, key: Hashable) -> object | None:
         snapshot, is_fresh = self._lookup(key)
         return snapshot if is_fresh else None
 
-    def is_current(self, key: Hashable, snapshot: Snapshot) -> bool:
+    def is_current(self, key: Hashable, snapshot: object) -> bool:
         """Whether `snapshot` is what this cache serves, fresh, for `key` (answers computed
         from it are then still right)."""
         return self.fresh(key) is snapshot
 
-    def get(self, key: Hashable, build: Callable[[], Snapshot]) -> Snapshot:
-        """The cached snapshot, rebuilding it (once, whoever asks) when needed. Blocking."""
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        """The cached snapshot, rebuilding it (once, whoever asks) when needed. Blocking. The
+        entry under `key` was built by a `build` of the same type: the key decides the type."""
         snapshot, is_fresh = self._lookup(key)
         if snapshot is not None and is_fresh:
-            return snapshot
+            return cast(T, snapshot)
         key_lock = self._enter(key)
         try:
             if snapshot is not None and not key_lock.acquire(blocking=False):
-                return snapshot  # expired, and someone is already rebuilding it
+                return cast(T, snapshot)  # expired, and someone is already rebuilding it
             if snapshot is None:
                 key_lock.acquire()
             return self._build_locked(key, key_lock, build)
@@ -82,14 +86,12 @@ class SnapshotCache:
         with self._lock:
             return len(self._building)
 
-    def _build_locked(
-        self, key: Hashable, key_lock: threading.Lock, build: Callable[[], Snapshot]
-    ) -> Snapshot:
+    def _build_locked(self, key: Hashable, key_lock: threading.Lock, build: Callable[[], T]) -> T:
         """Rebuild under the key's lock (held on entry, released here)."""
         try:
             again, is_fresh = self._lookup(key)
             if again is not None and is_fresh:
-                return again
+                return cast(T, again)
             with self._lock:
                 generation = self._generation
             built = build()

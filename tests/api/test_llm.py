@@ -461,3 +461,58 @@ def test_the_smaller_format_hint_also_names_the_q4_k_m_floor_and_its_pick(client
         assert (top["gpu"], top["count"]) == (gpu, int(count))
         # the same estimate as the ask in that format (its own decode reference), to 3 digits
         assert float(speed.replace(",", "")) == pytest.approx(top["throughput"], rel=0.006)
+
+
+def test_a_repeated_model_ask_is_stored_and_a_write_makes_the_next_one_fresh(
+    client, keys, monkeypatch
+):
+    """model= asks read their data through the SnapshotCache and store their answers like
+    fixed workloads: a repeat is not computed again (JSON and CSV apart, /rankings too), and
+    results posted through the API are in the next answer."""
+    from service.read_model import llm as llm_rows
+
+    loads: list[str] = []
+    original = llm_rows.load
+
+    def counting(*args, **kwargs):
+        loads.append("load")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(llm_rows, "load", counting)
+    url = "/recommend?budget=5000&model=llama-3.1-8b&quant=q4_k_m&limit=50"
+    first = client.get(url)
+    assert client.get(url).content == first.content
+    assert client.get(url, headers={"Accept": "text/csv"}).status_code == 200
+    ranked = "/rankings?model=llama-3.1-8b&quant=q4_k_m"
+    assert client.get(ranked).content == client.get(ranked).content
+    answers = client.app.state.read_model.answers
+    assert len(loads) == 1 and len(answers) == 3  # one data load; JSON, CSV and /rankings
+    before = {i["gpu"]: i for i in first.json()["recommendations"]}
+    assert before["nvidia-rtx-4090"]["basis"] != "measured"
+    post_results(client, keys, "nvidia-rtx-4090", "llama-3-8b-q4_k_m-tg4096", [110, 112], "q4_k_m")
+    after = {i["gpu"]: i for i in client.get(url).json()["recommendations"]}
+    assert after["nvidia-rtx-4090"]["basis"] == "measured"
+    assert len(loads) == 2
+
+
+def test_model_asks_sharing_data_answer_as_each_alone(client):
+    """The shared data is keyed by what it depends on (condition, training precision,
+    allow_stale; the decode reference by model, format and context): asked one after another
+    on shared data, each answer equals the one computed from data read for it alone."""
+    base = {"budget": 5000, "model": "llama-3.1-8b", "limit": 50}
+    asks = [
+        base | {"quant": "q4_k_m"},
+        base | {"quant": "q4_k_m", "condition": "new"},
+        base | {"quant": "q8_0"},
+        base | {"quant": "q4_k_m", "context": 32768},
+        base | {"model": "llama-3-70b", "quant": "q4_k_m"},
+        base | {"task": "qlora"},
+        base | {"task": "lora"},
+        base | {"quant": "q4_k_m", "allow_stale": True},
+    ]
+    shared = [client.get("/recommend", params=a).json() for a in asks]
+    alone = []
+    for ask in asks:
+        client.app.state.read_model.changed()  # nothing kept: read for this ask only
+        alone.append(client.get("/recommend", params=ask).json())
+    assert shared == alone
