@@ -5,9 +5,11 @@ answer with these rows, so a field means the same in every answer.
 """
 
 from dataclasses import dataclass
+from functools import partial
 from itertools import takewhile
+from typing import Any
 
-from service.domain.availability import exclusion, platform_included
+from service.domain.availability import exclusion
 from service.domain.prices import PriceObservation, age_days, is_stale
 from service.domain.recommend import (
     Candidate,
@@ -149,15 +151,14 @@ def recommendation_rows(
     if costs is None or ask.sort != "tco":
         chosen = within_budget(ranked, budget, min_memory_gb, ask.limit, extra)
         items = [
-            _recommendation(c, rank, snapshot, budget, extra) for rank, c in enumerate(chosen, 1)
+            _recommendation(c, rank, snapshot, budget, extra, costs)
+            for rank, c in enumerate(chosen, 1)
         ]
-        if costs is not None:
-            items = [_with_costs(i, snapshot, costs) for i in items]
         top = chosen[0].throughput if chosen else 0.0
         return items, _hints(snapshot, items, budget, min_memory_gb, ask.max_gpus, top, stack)
     fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra)
     all_items = [
-        _with_costs(_recommendation(c, rank, snapshot, budget, extra), snapshot, costs)
+        _recommendation(c, rank, snapshot, budget, extra, costs)
         for rank, c in enumerate(fitting, 1)
     ]
     items = ranked_by_cost(all_items, ask.limit, "unit of work")
@@ -184,22 +185,24 @@ def _hints(
     return "; ".join(parts) or None
 
 
-def _with_costs(item: Recommendation, snapshot: Snapshot, costs: CostSettings) -> Recommendation:
-    """`item` with its cost-of-ownership fields, and their account appended to `why`."""
-    per_gpu_w = item.tdp_w / item.count if item.tdp_w is not None else None
+def _costs(
+    config: Configuration, snapshot: Snapshot, costs: CostSettings | None
+) -> tuple[dict[str, Any], str]:
+    """A configuration's cost-of-ownership fields and their account (for `why`); none
+    without cost settings."""
+    if costs is None:
+        return {}, ""
+    cand = config.candidate
     cost = snapshot.costed(
-        item.gpu,
-        item.total_price_usd,
-        item.count,
-        per_gpu_w,
-        item.throughput,
+        cand.slug,
+        config.total_price,
+        config.count,
+        cand.tdp_w,
+        config.throughput,
         costs,
-        platform_included(item.sold_as, item.unit_gpus),
+        cand.availability.platform_included,
     )
-    for name, value in cost.fields().items():
-        setattr(item, name, value)
-    item.why = f"{item.why} {cost.sentence()}".strip()
-    return item
+    return cost.fields(), cost.sentence()
 
 
 def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
@@ -216,9 +219,18 @@ def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
 
 
 def _recommendation(
-    config: Configuration, rank: int, snapshot: Snapshot, budget: float, extra: ExtraFn
+    config: Configuration,
+    rank: int,
+    snapshot: Snapshot,
+    budget: float,
+    extra: ExtraFn,
+    costs: CostSettings | None,
 ) -> Recommendation:
+    """One configuration's row, with its cost of ownership (given cost settings) in its
+    fields and at the end of `why`; built whole, since each pydantic field set later costs
+    about a microsecond."""
     cand = config.candidate
+    cost_fields, cost_sentence = _costs(config, snapshot, costs)
     unit_price = price_info(cand, snapshot)
     assert unit_price is not None
     unit = snapshot.workload.unit
@@ -244,10 +256,11 @@ def _recommendation(
         n=config.n,
         scaling_factor=config.speedup,
         scaling_basis=config.scaling_basis,
-        why=why(config, rank, budget, unit, reference, extra(config)),
+        why=f"{why(config, rank, budget, unit, reference, extra(config))} {cost_sentence}".strip(),
         **_availability(cand),
         band=cand.estimate.band,
         frameworks=list(config.frameworks),
+        **cost_fields,
     )
 
 
@@ -269,10 +282,11 @@ def _kept_out(
     faster than the first answer: what a buyer would otherwise have been offered. A GPU sold
     in units of N is compared at N GPUs (an upper bound: N x one GPU), a card at one."""
     in_pool = {c.slug for c in pool}
+    candidates = snapshot.derived(
+        ("may be kept out", max_gpus), partial(_may_be_kept_out, snapshot, max_gpus)
+    )
     faster = [
-        c
-        for c in takewhile(lambda c: unit_throughput(c) > top, snapshot.fastest_units_first)
-        if c.slug in in_pool
+        c for c in takewhile(lambda c: unit_throughput(c) > top, candidates) if c.slug in in_pool
     ]
     floor = _datacenter_price_floor(pool)
     parts: list[str] = []
@@ -303,6 +317,17 @@ def _kept_out(
             + ", ".join(unpriced[:_KEPT_OUT_SHOWN])
         )
     return parts
+
+
+def _may_be_kept_out(snapshot: Snapshot, max_gpus: int) -> list[Candidate]:
+    """The candidates _kept_out may name, fastest unit first: not purchasable within
+    `max_gpus`, or sold in units of N without a current price."""
+    return [
+        c
+        for c in snapshot.fastest_units_first
+        if exclusion(c.slug, c.availability, max_gpus) is not None
+        or (c.price is None and c.availability.unit_gpus > 1)
+    ]
 
 
 def _datacenter_price_floor(pool: list[Candidate]) -> float | None:

@@ -10,10 +10,11 @@ within `cache_ttl_s`.
 """
 
 import logging
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import cached_property
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, cast
 
 from sqlmodel import Session, col, select
 
@@ -31,6 +32,7 @@ from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 # Cost accounts kept per snapshot; their keys include the asker's cost settings (client input),
 # so the memo is bounded: past this many it starts again.
 MAX_COSTED = 4096
@@ -72,6 +74,15 @@ class Snapshot:
     fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
     _costed: dict[tuple[object, ...], Costed] = field(default_factory=dict)
+    _derived: dict[Hashable, object] = field(default_factory=dict)
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, once per snapshot: for what rows derive from the snapshot alone. Keys
+        are the caller's constants with small parameters (never client text), so this stays
+        small."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return cast(T, self._derived[key])
 
     def costed(
         self,
