@@ -652,14 +652,12 @@ def why(
     budget: float | None,
     extra: float | None = 0.0,
     by_cost: bool = False,
+    faster_below: LlmOption | None = None,
 ) -> str:
-    """The account of one option; `rank` is its place by throughput (said so when the answer
-    is ordered by cost, `by_cost`)."""
-    what = o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
-    if o.replicas > 1:
-        per_copy = o.count // o.replicas
-        copy = o.gpu.slug if per_copy == 1 else f"{per_copy} x {o.gpu.slug}"
-        what = f"{o.replicas} independent copies on {copy} each ({o.count} GPUs)"
+    """The account of one option; `rank` is its place by throughput, headroom first inside
+    overlapping bands (said so when the answer is ordered by cost, `by_cost`; and, when a
+    faster option ranks below it, `faster_below`, why)."""
+    what = _what(o)
     capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
     need = (
         f"needs {o.breakdown.total_gb:.1f} GB per GPU of its {capacity:.1f} GB "
@@ -691,7 +689,18 @@ def why(
         f"batch {o.headroom.max_batch} at context {ask.context}"
     )
     within = f" within ${budget:,.0f}" if budget is not None else ""
-    lead = f"#{rank} by throughput" if by_cost else "Most throughput" if rank == 1 else f"#{rank}"
+    if by_cost:
+        lead = f"#{rank} by throughput"
+    elif rank == 1:
+        lead = "Most throughput" if faster_below is None else "Most headroom among the fastest"
+    else:
+        lead = f"#{rank}"
+    above = (
+        ""
+        if faster_below is None
+        else f" Ranked above {_what(faster_below)}, faster at ~{_fmt(faster_below.throughput)} "
+        f"{UNIT}: their estimates overlap, and this one leaves more room for context and batch."
+    )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
         price += f" (no sourced box for {o.count} GPUs: the budget counts the GPUs only)"
@@ -701,8 +710,17 @@ def why(
     return (
         f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
         f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{_fmt(o.throughput)} "
-        f"{UNIT}{total} ({source}); {room}."
+        f"{UNIT}{total} ({source}); {room}.{above}"
     )
+
+
+def _what(o: LlmOption) -> str:
+    """The configuration in words: a GPU, a model split over N of them, or copies."""
+    if o.replicas > 1:
+        per_copy = o.count // o.replicas
+        copy = o.gpu.slug if per_copy == 1 else f"{per_copy} x {o.gpu.slug}"
+        return f"{o.replicas} independent copies on {copy} each ({o.count} GPUs)"
+    return o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
 
 
 def _row_fields(o: LlmOption) -> dict[str, Any]:
@@ -789,7 +807,8 @@ def recommendation_rows(
     by_cost = limits.sort == "tco"
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
     rows = [
-        _recommendation(o, ask, data, limits, rank, by_cost) for rank, o in enumerate(chosen, 1)
+        _recommendation(o, ask, data, limits, rank, by_cost, _faster_below(chosen, rank - 1))
+        for rank, o in enumerate(chosen, 1)
     ]
     if by_cost:
         rows = ranked_by_cost(rows, limit, "million tokens")
@@ -813,8 +832,22 @@ def _costed(o: LlmOption, total: float, data: LlmData, costs: CostSettings) -> C
     )
 
 
+def _faster_below(ordered: list[LlmOption], index: int) -> LlmOption | None:
+    """The fastest option shown after `ordered[index]` that is faster than it (llm_fit.rank
+    put it lower for headroom: their bands overlap), or None."""
+    mine = ordered[index].throughput
+    faster = [o for o in ordered[index + 1 :] if o.throughput > mine]
+    return max(faster, key=lambda o: o.throughput, default=None)
+
+
 def _recommendation(
-    o: LlmOption, ask: llm_fit.Ask, data: LlmData, limits: Limits, rank: int, by_cost: bool
+    o: LlmOption,
+    ask: llm_fit.Ask,
+    data: LlmData,
+    limits: Limits,
+    rank: int,
+    by_cost: bool,
+    faster_below: LlmOption | None = None,
 ) -> Recommendation:
     price = _price_info(o.gpu, data)
     assert price is not None
@@ -830,7 +863,14 @@ def _recommendation(
         tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
         scaling_factor=o.speedup,
         scaling_basis=o.scaling_basis,
-        why=f"{why(o, ask, rank, limits.budget, extra, by_cost)} {cost.sentence()}".strip(),
+        why=" ".join(
+            part
+            for part in (
+                why(o, ask, rank, limits.budget, extra, by_cost, faster_below),
+                cost.sentence(),
+            )
+            if part
+        ),
         **_row_fields(o),
         **cost.fields(),
     )

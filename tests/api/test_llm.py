@@ -516,3 +516,32 @@ def test_model_asks_sharing_data_answer_as_each_alone(client):
         client.app.state.read_model.changed()  # nothing kept: read for this ask only
         alone.append(client.get("/recommend", params=ask).json())
     assert shared == alone
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"budget": 2000, "model": "llama-3-8b", "task": "qlora"},
+        {"budget": 3000, "model": "llama-3-8b", "task": "lora"},
+        {"budget": 1500, "model": "llama-3-8b"},
+        {"budget": 5000, "model": "llama-3-70b", "quant": "q4_k_m"},
+    ],
+)
+def test_why_says_most_throughput_only_for_the_fastest_and_why_a_faster_one_ranks_lower(
+    client, params
+):
+    """llm_fit.rank puts more headroom first inside overlapping bands, so #1 is not always
+    the fastest; its account must then not claim it is, and say what ranks below it."""
+    rows = client.get("/recommend", params=params | {"limit": 10}).json()["recommendations"]
+    assert rows
+    for i, row in enumerate(rows):
+        below = [r for r in rows[i + 1 :] if r["throughput"] > row["throughput"]]
+        if i == 0:
+            assert row["why"].startswith("Most throughput") == (not below), row["why"]
+        if below:
+            fastest = max(below, key=lambda r: r["throughput"])
+            assert f"Ranked above {fastest['count']} x {fastest['gpu']}" in row["why"] or (
+                fastest["count"] == 1 and f"Ranked above {fastest['gpu']}," in row["why"]
+            ), row["why"]
+        else:
+            assert "Ranked above" not in row["why"]
