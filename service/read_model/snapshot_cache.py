@@ -80,6 +80,16 @@ class SnapshotCache:
             else:
                 self._building[key] = (lock, refs - 1)
 
+    def _drop_earlier_days(self, key: Hashable) -> None:
+        """Keys carry the day their data was read for (SnapshotKey, llm.LlmDataKey): once a
+        later day's entry is built, no request asks for an earlier day's again, so those go
+        (without this a long-running process kept every day's snapshots). Under self._lock."""
+        day = getattr(key, "day", None)
+        if day is None:
+            return
+        for old in [k for k in self._entries if getattr(k, "day", day) < day]:
+            del self._entries[old]
+
     @property
     def pending_builds(self) -> int:
         """Keys with a build lock right now (0 when idle: nothing accumulates)."""
@@ -98,6 +108,7 @@ class SnapshotCache:
             with self._lock:
                 if self._generation == generation:
                     self._entries[key] = (generation, time.monotonic(), built)
+                self._drop_earlier_days(key)
             return built
         finally:
             key_lock.release()

@@ -57,3 +57,26 @@ def test_expiry_by_ttl():
     cache = SnapshotCache(ttl_s=0)
     assert cache.get("k", lambda: "a") == "a"
     assert cache.get("k", lambda: "b") == "b"
+
+
+def test_an_earlier_days_entries_go_when_a_later_day_is_built():
+    from datetime import date
+
+    from service.read_model.llm import LlmDataKey
+    from service.read_model.snapshot import SnapshotKey
+
+    cache = SnapshotCache(ttl_s=3600)
+    monday, tuesday = date(2026, 11, 30), date(2026, 12, 1)
+    keys = [
+        SnapshotKey("llm-train", None, "any", monday),
+        SnapshotKey("resnet50-train", "fp16", "used", monday),
+        LlmDataKey("any", None, False, monday),
+    ]
+    for key in keys:
+        cache.get(key, lambda: "monday")
+    cache.get("no day", lambda: "kept")
+    assert all(cache.fresh(k) == "monday" for k in keys)
+    cache.get(SnapshotKey("llm-train", None, "any", tuesday), lambda: "tuesday")
+    assert all(cache.fresh(k) is None for k in keys)
+    assert cache.fresh("no day") == "kept"
+    assert cache.fresh(SnapshotKey("llm-train", None, "any", tuesday)) == "tuesday"
