@@ -2,7 +2,7 @@
 
 FastAPI ignores query parameters a route does not declare, so a typo (`vram=24` for
 `min_memory_gb=24`) would silently answer as if it were absent. One app-level dependency
-compares the request's parameter names with those the matched route declares (a query model's
+compares the request's parameter names with those the matched route declares (a QueryModel's
 fields count by name or alias; sub-dependencies too) and rejects the rest. The allowed names
 are computed once per route. HTML pages, outside the API schema, are left to show their own
 form errors. A parameter that takes one value, given twice (`/compare?gpu=a&gpu=b`), is a 422
@@ -11,26 +11,15 @@ never get here, and never need to: only answers to valid requests are stored.
 """
 
 from collections import Counter
-from types import UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 from fastapi import Request
-from pydantic import BaseModel
 
-from service.api.query_model import query_model_of
+from service.api.query_model import is_sequence, query_model_of
 from service.core.errors import InvalidInput
 
 # per route: (names it takes, names that take several values)
 _allowed: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-
-
-def _is_sequence(annotation: Any) -> bool:
-    origin = get_origin(annotation)
-    if origin in (list, tuple, set, frozenset):
-        return True
-    if origin in (Union, UnionType):
-        return any(_is_sequence(arg) for arg in get_args(annotation))
-    return False
 
 
 def _declared(dependant: Any) -> dict[str, bool]:
@@ -38,16 +27,11 @@ def _declared(dependant: Any) -> dict[str, bool]:
     with whether it takes several values."""
     names: dict[str, bool] = {}
     for field in dependant.query_params:
-        annotation = getattr(field.field_info, "annotation", None)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            for name, info in annotation.model_fields.items():
-                names[info.alias or name] = _is_sequence(info.annotation)
-        else:
-            names[field.alias] = _is_sequence(annotation)
+        names[field.alias] = is_sequence(getattr(field.field_info, "annotation", None))
     for sub in dependant.dependencies:
-        model = query_model_of(sub)
-        if model is not None:
-            names |= {info.alias or name: False for name, info in model.model_fields.items()}
+        query = query_model_of(sub)
+        if query is not None:
+            names |= dict.fromkeys(query.names, False)  # single-valued: QueryModel checks
         names |= _declared(sub)
     return names
 

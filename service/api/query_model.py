@@ -15,7 +15,8 @@ fields' names. Tests hold both (errors and schema) equal to FastAPI's own handli
 Only models with single-valued fields are accepted (a list field would need `getlist`).
 """
 
-from typing import Any, Generic, TypeVar, get_args, get_origin
+from types import UnionType
+from typing import Any, Generic, TypeVar, Union, get_args, get_origin
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -27,7 +28,16 @@ from fastapi.openapi.utils import (
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
-_SEQUENCES = (list, tuple, set, frozenset)
+
+
+def is_sequence(annotation: Any) -> bool:
+    """Whether a parameter of this type takes several values (`?gpu=a&gpu=b`)."""
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    if origin in (Union, UnionType):
+        return any(is_sequence(arg) for arg in get_args(annotation))
+    return False
 
 
 class QueryModel(Generic[M]):
@@ -35,8 +45,7 @@ class QueryModel(Generic[M]):
 
     def __init__(self, model: type[M]) -> None:
         for name, field in model.model_fields.items():
-            origins = {get_origin(field.annotation), *map(get_origin, get_args(field.annotation))}
-            if origins & set(_SEQUENCES):
+            if is_sequence(field.annotation):
                 raise TypeError(f"{model.__name__}.{name}: several values are not supported")
         self.model = model
         self.names = tuple(field.alias or name for name, field in model.model_fields.items())
@@ -53,10 +62,10 @@ class QueryModel(Generic[M]):
             ) from None
 
 
-def query_model_of(dependant: Any) -> type[BaseModel] | None:
-    """The model a route's sub-dependency validates the query string with, if it is one."""
+def query_model_of(dependant: Any) -> QueryModel[Any] | None:
+    """The QueryModel a route's sub-dependency is, if it is one."""
     call = getattr(dependant, "call", None)
-    return call.model if isinstance(call, QueryModel) else None
+    return call if isinstance(call, QueryModel) else None
 
 
 def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -80,7 +89,7 @@ def document_query_models(schema: dict[str, Any], routes: list[Any]) -> None:
     """Add the query model's parameters, and FastAPI's 422 answer for invalid ones, to each
     operation of `routes` that uses a QueryModel."""
     for route in routes:
-        models = [m for sub in _sub_dependants(route) if (m := query_model_of(sub)) is not None]
+        models = [q.model for sub in _sub_dependants(route) if (q := query_model_of(sub))]
         if not models or not getattr(route, "include_in_schema", False):
             continue
         for method in route.methods:
