@@ -22,7 +22,7 @@ from service.domain.recommend import (
 from service.domain.tco import CostSettings, budget_extra_usd
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import cost_key, fits_power, ranked_by_cost
-from service.read_model.snapshot import Snapshot, unit_throughput
+from service.read_model.snapshot import Snapshot
 from service.schemas.rankings import (
     PriceInfo,
     RankingItem,
@@ -89,6 +89,9 @@ def ranking_rows(
         if c.memory_gb < min_memory_gb or (stack is not None and c.stack != stack):
             continue
         e = c.estimate
+        cost_fields, _ = (
+            _costs(c, c.price.usd, 1, e.value, snapshot, costs) if c.price else ({}, "")
+        )
         rows.append(
             RankingItem(
                 rank=0,
@@ -109,20 +112,9 @@ def ranking_rows(
                 price=price_info(c, snapshot),
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
                 **_availability(c),
+                **cost_fields,
             )
         )
-        if costs is not None and c.price is not None:
-            cost = snapshot.costed(
-                c.slug,
-                c.price.usd,
-                1,
-                c.tdp_w,
-                e.value,
-                costs,
-                c.availability.platform_included,
-            )
-            for name, value in cost.fields().items():
-                setattr(rows[-1], name, value)
     if sort == "tco":
         rows.sort(key=cost_key)
     elif sort == "performance":
@@ -186,19 +178,24 @@ def _hints(
 
 
 def _costs(
-    config: Configuration, snapshot: Snapshot, costs: CostSettings | None
+    cand: Candidate,
+    total_usd: float,
+    count: int,
+    throughput: float,
+    snapshot: Snapshot,
+    costs: CostSettings | None,
 ) -> tuple[dict[str, Any], str]:
-    """A configuration's cost-of-ownership fields and their account (for `why`); none
-    without cost settings."""
+    """The cost-of-ownership fields of `count` x `cand` bought for `total_usd`, and their
+    account (for `why`); none without cost settings. Passed to a row's constructor: each
+    pydantic field set afterwards costs about a microsecond."""
     if costs is None:
         return {}, ""
-    cand = config.candidate
     cost = snapshot.costed(
         cand.slug,
-        config.total_price,
-        config.count,
+        total_usd,
+        count,
         cand.tdp_w,
-        config.throughput,
+        throughput,
         costs,
         cand.availability.platform_included,
     )
@@ -227,10 +224,11 @@ def _recommendation(
     costs: CostSettings | None,
 ) -> Recommendation:
     """One configuration's row, with its cost of ownership (given cost settings) in its
-    fields and at the end of `why`; built whole, since each pydantic field set later costs
-    about a microsecond."""
+    fields and at the end of `why`."""
     cand = config.candidate
-    cost_fields, cost_sentence = _costs(config, snapshot, costs)
+    cost_fields, cost_sentence = _costs(
+        cand, config.total_price, config.count, config.throughput, snapshot, costs
+    )
     unit_price = price_info(cand, snapshot)
     assert unit_price is not None
     unit = snapshot.workload.unit
@@ -286,7 +284,7 @@ def _kept_out(
         ("may be kept out", max_gpus), partial(_may_be_kept_out, snapshot, max_gpus)
     )
     faster = [
-        c for c in takewhile(lambda c: unit_throughput(c) > top, candidates) if c.slug in in_pool
+        c for c in takewhile(lambda c: _unit_throughput(c) > top, candidates) if c.slug in in_pool
     ]
     floor = _datacenter_price_floor(pool)
     parts: list[str] = []
@@ -320,14 +318,20 @@ def _kept_out(
 
 
 def _may_be_kept_out(snapshot: Snapshot, max_gpus: int) -> list[Candidate]:
-    """The candidates _kept_out may name, fastest unit first: not purchasable within
-    `max_gpus`, or sold in units of N without a current price."""
-    return [
+    """The candidates _kept_out may name, fastest unit first (ties by slug): not purchasable
+    within `max_gpus`, or sold in units of N without a current price."""
+    kept_out = [
         c
-        for c in snapshot.fastest_units_first
+        for c in snapshot.candidates
         if exclusion(c.slug, c.availability, max_gpus) is not None
         or (c.price is None and c.availability.unit_gpus > 1)
     ]
+    return sorted(kept_out, key=lambda c: (-_unit_throughput(c), c.slug))
+
+
+def _unit_throughput(c: Candidate) -> float:
+    """One purchasable unit's throughput: N x one GPU for a GPU sold in units of N."""
+    return c.estimate.value * max(1, c.availability.unit_gpus)
 
 
 def _datacenter_price_floor(pool: list[Candidate]) -> float | None:

@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from functools import cached_property
 from typing import NamedTuple, TypeVar, cast
 
 from sqlmodel import Session, col, select
@@ -44,11 +43,6 @@ class SnapshotKey(NamedTuple):
     condition: ConditionChoice
     day: date  # current prices depend on the date
     allow_stale: bool = False  # rank at prices older than the freshness window too
-
-
-def unit_throughput(c: Candidate) -> float:
-    """One purchasable unit's throughput: N x one GPU for a GPU sold in units of N."""
-    return c.estimate.value * max(1, c.availability.unit_gpus)
 
 
 def utc_today() -> date:
@@ -114,12 +108,6 @@ class Snapshot:
     @property
     def by_slug(self) -> dict[str, Candidate]:
         return {c.slug: c for c in self.candidates}
-
-    @cached_property
-    def fastest_units_first(self) -> list[Candidate]:
-        """Candidates by the throughput of one purchasable unit (a card, or an N-GPU
-        platform at N x one GPU), fastest first, ties by slug."""
-        return sorted(self.candidates, key=lambda c: (-unit_throughput(c), c.slug))
 
     def relative(self, throughput: float) -> float | None:
         if self.reference is None or self.reference.estimate.value <= 0:
