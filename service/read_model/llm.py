@@ -863,14 +863,8 @@ def _recommendation(
         tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
         scaling_factor=o.speedup,
         scaling_basis=o.scaling_basis,
-        why=" ".join(
-            part
-            for part in (
-                why(o, ask, rank, limits.budget, extra, by_cost, faster_below),
-                cost.sentence(),
-            )
-            if part
-        ),
+        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, faster_below)} "
+        f"{cost.sentence()}".strip(),
         **_row_fields(o),
         **cost.fields(),
     )
@@ -1026,16 +1020,24 @@ def ranking_rows(
 def reference_memo(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> DecodeReference | None:
     """`ask`'s decode reference for the data of `shared`, read (with a session of its own) the
     first time this model, format and context are asked."""
-    key = (ask.model.slug, ask.quant.name, ask.context)
-    known = shared.references.get(key, _UNREAD)  # one read: another thread may clear it
+    known = _known_reference(shared, ask)
     if not isinstance(known, _Unread):
         return known
     with Session(engine) as session:
         found = decode_reference(session, ask, shared.measured)
     if len(shared.references) >= MAX_REFERENCES:
         shared.references.clear()
-    shared.references[key] = found
+    shared.references[_reference_key(ask)] = found
     return found
+
+
+def _reference_key(ask: llm_fit.Ask) -> ReferenceKey:
+    return (ask.model.slug, ask.quant.name, ask.context)
+
+
+def _known_reference(shared: LlmData, ask: llm_fit.Ask) -> DecodeReference | _Unread | None:
+    """The memo's entry for `ask`, read once (another thread may clear the memo)."""
+    return shared.references.get(_reference_key(ask), _UNREAD)
 
 
 async def read(
@@ -1068,7 +1070,7 @@ async def read(
     assert isinstance(shared, LlmData)
     if ask.phase != "decode":
         return LlmRead(key, shared, shared)
-    known = shared.references.get((ask.model.slug, ask.quant.name, ask.context), _UNREAD)
+    known = _known_reference(shared, ask)
     if isinstance(known, _Unread):
         reference = await run_in_threadpool(reference_memo, engine, shared, ask)
     else:
