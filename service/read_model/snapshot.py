@@ -35,6 +35,10 @@ T = TypeVar("T")
 # Cost accounts kept per snapshot; their keys include the asker's cost settings (client input),
 # so the memo is bounded: past this many it starts again.
 MAX_COSTED = 4096
+# Ranked configuration lists kept per snapshot, keyed by (mode, framework, max GPUs): the
+# framework is client text, so this memo is bounded too. Each list holds every GPU at every
+# count (hundreds of rows); a few frameworks x counts are what askers use.
+MAX_RANKED = 64
 
 
 class SnapshotKey(NamedTuple):
@@ -130,9 +134,12 @@ class Snapshot:
     def ranked_configurations(
         self, mode: Mode, framework: str, max_gpus: int
     ) -> list[Configuration]:
-        """All configurations ranked by throughput; computed once per (mode, framework, n)."""
+        """All configurations ranked by throughput; computed once per (mode, framework, n), up
+        to MAX_RANKED keys."""
         key = (mode, framework, max_gpus)
         if key not in self._ranked:
+            if len(self._ranked) >= MAX_RANKED:
+                self._ranked.clear()
             self._ranked[key] = configurations(
                 self.candidates,
                 max_gpus,

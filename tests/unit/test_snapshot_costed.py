@@ -1,5 +1,6 @@
 """Snapshot.costed: the cost account of costing.costed, computed once per configuration and
-cost settings, in a memo that cannot grow without bound."""
+cost settings, in a memo that cannot grow without bound; Snapshot.ranked_configurations'
+memo, keyed by client text, is bounded too."""
 
 from service.domain.tco import CostSettings, PlatformCost
 from service.models import Workload
@@ -56,3 +57,14 @@ def test_the_memo_starts_again_when_full(monkeypatch):
             "gpu-a", 800.0, 1, 300.0, 50.0, CostSettings(hours_per_day=1 + i / 10), None
         )
         assert len(snapshot._costed) <= 8
+
+
+def test_ranked_configurations_are_kept_per_framework_up_to_a_bound(monkeypatch):
+    """The framework is client text: a stream of distinct ones must not grow the memo."""
+    monkeypatch.setattr(snapshot_module, "MAX_RANKED", 4)
+    snapshot = make_snapshot()
+    first = snapshot.ranked_configurations("parallel", "pytorch", 4)
+    assert snapshot.ranked_configurations("parallel", "pytorch", 4) is first  # computed once
+    for i in range(20):
+        snapshot.ranked_configurations("parallel", f"fw-{i}", 4)
+        assert len(snapshot._ranked) <= 4
