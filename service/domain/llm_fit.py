@@ -27,6 +27,13 @@ Ranking: throughput first; configurations whose values lie inside each other's b
 tier, and inside a tier more headroom (largest batch, then context, that still fits) ranks
 first; equal headroom keeps throughput order, then the lower price. Tiers are formed among
 the configurations that are offered (within budget), led by the fastest left.
+
+A recommendation offers no dominated configuration: one that another offered configuration
+beats on every count a buyer weighs (at least as many tokens/s, a cost no higher, at least as
+much room for batch and context) and strictly on one. A used card never counts as beating a new
+one (a buyer may want the warranty). Headroom inside a tier would otherwise
+put a $2,800 A10 (24 GiB, ~961 tokens/s) on a QLoRA list beside a $781 RX 7900 XTX with the
+same 24 GiB that runs faster. Rankings list every GPU and keep them.
 """
 
 import math
@@ -194,6 +201,7 @@ class Option:
     high: float
     price: float
     headroom: Headroom
+    used: bool = False  # priced second-hand
 
 
 def _inside(a: Option, b: Option) -> bool:
@@ -216,6 +224,27 @@ def rank(options: Sequence[Option]) -> list[Option]:
         out.extend(tier)
         i = j
     return out
+
+
+def undominated(options: Sequence[Option]) -> list[Option]:
+    """`options` less those another of them dominates (see the module docstring), in order."""
+    return [o for o in options if not any(_dominates(other, o) for other in options)]
+
+
+def _dominates(a: Option, b: Option) -> bool:
+    """Whether `a` is at least as good as `b` on throughput, price and both headrooms, and
+    better on one of them; a used `a` never beats a new `b`."""
+    if a.used and not b.used:
+        return False
+    room_a = (a.headroom.max_batch or 0, a.headroom.max_context or 0)
+    room_b = (b.headroom.max_batch or 0, b.headroom.max_context or 0)
+    no_worse = (
+        a.throughput >= b.throughput
+        and a.price <= b.price
+        and room_a[0] >= room_b[0]
+        and room_a[1] >= room_b[1]
+    )
+    return no_worse and (a.throughput > b.throughput or a.price < b.price or room_a != room_b)
 
 
 def _headroom_key(o: Option) -> tuple[float, float, float, float, str]:

@@ -417,8 +417,16 @@ class LlmOption:
 
     def as_option(self) -> llm_fit.Option:
         price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
+        used = self.gpu.price is not None and self.gpu.price.condition == "used"
         return llm_fit.Option(
-            self.gpu.slug, self.count, self.throughput, self.low, self.high, price, self.headroom
+            self.gpu.slug,
+            self.count,
+            self.throughput,
+            self.low,
+            self.high,
+            price,
+            self.headroom,
+            used,
         )
 
 
@@ -799,12 +807,15 @@ def with_replicas(fitting: list[LlmOption], max_gpus: int) -> list[LlmOption]:
 def recommendation_rows(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, limit: int
 ) -> tuple[list[Recommendation], str | None]:
-    """The configurations within `limits`, by throughput (headroom inside overlapping bands),
-    or with sort=tco by cost per million tokens over the costs' horizon; each row carries its
-    cost of ownership and says it in `why`."""
+    """The configurations within `limits`, by throughput (headroom inside overlapping bands)
+    less the dominated ones, or with sort=tco by cost per million tokens over the costs'
+    horizon; each row carries its cost of ownership and says it in `why`."""
     fitting = _offered(ask, data, limits, framework)
-    affordable = ranked(_affordable(fitting, data, limits))
     by_cost = limits.sort == "tco"
+    affordable = _affordable(fitting, data, limits)
+    if not by_cost:  # by cost of ownership, a dearer, slower card may still own for less
+        affordable = _undominated(affordable, data, limits.costs)
+    affordable = ranked(affordable)
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
     rows = [
         _recommendation(o, ask, data, limits, rank, by_cost, _faster_below(chosen, rank - 1))
@@ -874,6 +885,14 @@ def _cost(o: LlmOption, data: LlmData, costs: CostSettings) -> float:
     """What `o` costs within a budget: its cards plus the box several of them need."""
     cards = o.gpu.price.usd * o.count if o.gpu.price else 0.0
     return cards + (platform_extra(o, data, costs) or 0.0)
+
+
+def _undominated(found: list[LlmOption], data: LlmData, costs: CostSettings) -> list[LlmOption]:
+    """`found` less the configurations another of them dominates (llm_fit.undominated), each
+    priced at what it costs within a budget (its cards plus the box several of them need)."""
+    priced = [replace(o.as_option(), price=_cost(o, data, costs)) for o in found]
+    kept = {id(p) for p in llm_fit.undominated(priced)}
+    return [o for o, p in zip(found, priced, strict=True) if id(p) in kept]
 
 
 def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list[LlmOption]:

@@ -2,6 +2,7 @@
 compute-rate table the physics gate and the estimators share."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -132,6 +133,23 @@ def test_outside_the_bands_throughput_ranks_first():
 def test_equal_headroom_keeps_throughput_order():
     ranked = llm_fit.rank([option("a", 100, 0.3, 2), option("b", 120, 0.3, 2)])
     assert [o.slug for o in ranked] == ["b", "a"]
+
+
+def test_a_slower_dearer_option_with_no_more_room_is_dominated():
+    cheap_fast = option("a", 120, 0.3, batch=3, price=800.0)
+    dear_slow = option("b", 100, 0.3, batch=3, price=2800.0)
+    dear_roomy = option("c", 100, 0.3, batch=6, price=2800.0)
+    twin = option("d", 120, 0.3, batch=3, price=800.0)
+    kept = llm_fit.undominated([dear_slow, cheap_fast, dear_roomy, twin])
+    assert [o.slug for o in kept] == ["a", "c", "d"]  # in order; equals do not drop each other
+
+
+def test_a_used_card_never_dominates_a_new_one():
+    used = replace(option("a", 120, 0.3, batch=3, price=800.0), used=True)
+    new = option("b", 100, 0.3, batch=3, price=1200.0)
+    assert [o.slug for o in llm_fit.undominated([used, new])] == ["a", "b"]
+    dear_used = replace(option("c", 90, 0.3, batch=3, price=1300.0), used=True)
+    assert [o.slug for o in llm_fit.undominated([dear_used, new])] == ["b"]
 
 
 def test_same_shape_links_llama_3_and_3_1_but_not_other_sizes():
