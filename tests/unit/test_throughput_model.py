@@ -254,6 +254,53 @@ def test_a_stack_efficiency_learned_on_one_kind_of_work_stays_there() -> None:
     assert abs(eff.log_multiplier(r0, "")) < 0.05
 
 
+def test_a_gpus_own_efficiency_stays_in_the_suite_it_was_learned_in() -> None:
+    """One lab runs a card 40% above the model on every workload; another lab's workloads of
+    the same phase do not inherit it (measured on public data: a GPU's own term learned from
+    Lambda's table put it 30% off on another lab's table, with nothing learned it was right)."""
+    specs = {f"g{i}": gpu(f"g{i}", 100, 10, 1000) for i in range(8)}
+    kinds = {f"lab-a{j}": tm.efficiency_kind("", "lab-a") for j in range(6)}
+    kinds |= {f"lab-b{j}": tm.efficiency_kind("", "lab-b") for j in range(6)}
+    rng = np.random.default_rng(14)
+    residuals = {(g, w): float(rng.normal(0, 0.02)) for g in specs for w in kinds}
+    residuals |= {("g0", w): math.log(1.4) for w in kinds if w.startswith("lab-a")}
+    eff = tm.pool_efficiencies(residuals, specs, kinds)
+    g0 = specs["g0"]
+    assert eff.log_multiplier(g0, tm.efficiency_kind("", "lab-a")) > math.log(1.25)
+    assert abs(eff.log_multiplier(g0, tm.efficiency_kind("", "lab-b"))) < 0.05
+    assert abs(eff.log_multiplier(g0, tm.efficiency_kind("", "lab-c"))) < 0.1  # no data there
+
+
+def test_a_stack_term_is_the_suites_where_it_has_data_else_pooled_over_suites() -> None:
+    """ROCm measured at 0.6 of the model in one suite only: that suite's workloads and an
+    unlabelled workload of the same phase get it; a suite measuring ROCm at 1.0 keeps its own."""
+    specs = {f"g{i}": gpu(f"g{i}", 100, 10, 1000) for i in range(6)}
+    specs |= {
+        f"r{i}": dataclasses.replace(gpu(f"r{i}", 100, 10, 1000, arch="r"), stack="rocm")
+        for i in range(4)
+    }
+    slow, even = tm.efficiency_kind("", "slow-lab"), tm.efficiency_kind("", "even-lab")
+    kinds = {"s0": slow, "s1": slow, "e0": even, "e1": even, "plain": ""}
+    rng = np.random.default_rng(15)
+    residuals = {(g, w): float(rng.normal(0, 0.02)) for g in specs if g[0] == "g" for w in kinds}
+    residuals |= {(r, w): math.log(0.6) for r in ("r0", "r1", "r2") for w in ("s0", "s1")}
+    residuals |= {("r3", w): float(rng.normal(0, 0.02)) for w in ("e0", "e1")}
+    eff = tm.pool_efficiencies(residuals, specs, kinds)
+    assert eff.stack_term("rocm", slow) < math.log(0.75)
+    assert abs(eff.stack_term("rocm", even)) < 0.05
+    other = tm.efficiency_kind("", "new-lab")
+    assert eff.stack_term("rocm", other) == eff.stack_term("rocm", "") < 0
+
+
+def test_a_workload_of_a_suite_borrows_its_shape_from_that_suite_first() -> None:
+    lab = tm.WorkloadSpec("lab-cnn", "fp32", None, False, "", "images/s", suite="lab")
+    same = tm.WorkloadSpec("lab-vit", "fp32", None, False, "", "images/s", suite="lab")
+    other = tm.WorkloadSpec("resnet", "fp32", None, False, "", "images/s", suite="lambda")
+    plain = tm.WorkloadSpec("plain", "fp32", None, False, "", "images/s")
+    assert [w.slug for w in tm._similar(lab, [other, same])] == ["lab-vit", "resnet"]
+    assert [w.slug for w in tm._similar(plain, [other, same])] == ["resnet", "lab-vit"]
+
+
 def test_held_out_multiplier_leaves_the_gpus_own_residuals_out_of_its_groups() -> None:
     """A GPU alone in its architecture, 40% faster than the model everywhere: its architecture
     term is learned from it alone, so a leave-one-out error that keeps that term hides what a
