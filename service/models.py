@@ -102,6 +102,7 @@ class Workload(SQLModel, table=True):
     model: str | None = Field(default=None, max_length=64, description="LLM model slug")
     quant: str | None = Field(default=None, max_length=16, description="weight format")
     phase: str | None = Field(default=None, max_length=16, description="prefill | decode | train")
+    suite: str = Field(default="", max_length=64, description="lab or harness of its results")
     created_at: datetime = timestamp_field()
 
 

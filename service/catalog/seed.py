@@ -145,11 +145,14 @@ def seed(engine: Engine, results: bool = True) -> SeedReport:
 
         _seed_prices(session, known_gpus, report)
 
-        known_workloads = set(session.exec(select(Workload.slug)).all())
+        known_workloads = {w.slug: w for w in session.exec(select(Workload))}
         for workload in loaders.load_workloads():
-            if workload.slug not in known_workloads:
+            stored = known_workloads.get(workload.slug)
+            if stored is None:
                 session.add(Workload(**workload.model_dump()))
                 report.workloads += 1
+            elif workload.suite and not stored.suite:  # stored before workloads had suites
+                stored.suite = workload.suite
 
         known_profiles = {
             (p.framework, p.interconnect, p.gpu_count) for p in session.exec(select(ScalingProfile))

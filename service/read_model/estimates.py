@@ -71,6 +71,7 @@ def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
         workload.phase or "",
         workload.unit,
         tm.FP16_ACCUMULATE if fp16_accumulate and precision == "fp16" else "",
+        workload.suite,
     )
 
 
@@ -220,7 +221,9 @@ def fingerprint(session: Session) -> Hashable:
         )
     ).one()
     gpu = session.exec(select(func.count(), func.max(Gpu.updated_at), func.max(Gpu.id))).one()
-    wl = session.exec(select(func.count(), func.max(Workload.id))).one()
+    wl = session.exec(  # seed names the suite of a workload stored without one
+        select(func.count(), func.max(Workload.id), func.count(func.nullif(Workload.suite, "")))
+    ).one()
     cal = session.exec(
         select(func.count(), func.max(Calibration.id)).where(Calibration.status == "accepted")
     ).one()

@@ -155,6 +155,14 @@ class WorkloadCreate(Input):
     model: str | None = Field(None, max_length=64, description="LLM model slug (GET /models)")
     quant: str | None = Field(None, max_length=16, description="LLM weight format")
     phase: Literal["prefill", "decode", "train"] | None = None
+    suite: str = Field(
+        "",
+        max_length=64,
+        pattern=r"^([a-z0-9][a-z0-9-]*)?$",
+        description="The lab or harness whose results measure this workload (one lab's "
+        "scripts, batch sizes and software, e.g. lambda-pytorch, mlperf); '' where none is "
+        "named. A GPU's own efficiency is learned and applied within one suite.",
+    )
 
 
 class WorkloadRead(WorkloadCreate):

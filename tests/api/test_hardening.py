@@ -68,6 +68,17 @@ def test_absurd_flops_per_unit_is_refused(client, keys):
     assert client.post("/workloads", json=body, headers=keys.auth(keys.admin)).status_code == 422
 
 
+def test_a_workloads_suite_is_stored_and_shown_and_a_malformed_one_is_refused(client, keys):
+    admin = keys.auth(keys.admin)
+    body = {"slug": "lab-vit", "name": "ViT", "unit": "images/s", "precision": "bf16"}
+    bad = client.post("/workloads", json=body | {"suite": "Our Lab!"}, headers=admin)
+    assert bad.status_code == 422 and "suite" in bad.text
+    made = client.post("/workloads", json=body | {"suite": "our-lab"}, headers=admin)
+    assert made.status_code == 201 and made.json()["suite"] == "our-lab"
+    shown = {w["slug"]: w["suite"] for w in client.get("/workloads").json()["items"]}
+    assert shown["lab-vit"] == "our-lab" and shown["resnet50-train"] == "lambda-pytorch"
+
+
 def test_prices_for_an_unknown_gpu_are_404_with_suggestions(client):
     response = client.get("/prices", params={"gpu": "nvidia-rtx-4091"})
     assert response.status_code == 404 and "nvidia-rtx-4090" in response.json()["suggestions"]

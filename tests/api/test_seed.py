@@ -41,6 +41,25 @@ def test_seed_keeps_an_admin_edit(db):
         assert s.exec(select(Gpu.name).where(Gpu.slug == "nvidia-rtx-4090")).one() == "edited"
 
 
+def test_seed_names_the_suite_of_a_workload_stored_without_one_and_keeps_a_set_one(db):
+    """A database migrated from before suites (every workload '') gets the catalog's suites;
+    a suite an admin set stays."""
+    catalog_suites = {w.slug: w.suite for w in catalog.load_workloads()}
+    assert catalog_suites["resnet50-train"] == "lambda-pytorch"
+    with Session(db) as s:
+        for w in s.exec(select(Workload)):
+            w.suite = "own-lab" if w.slug == "ssd300-train" else ""
+            s.add(w)
+        s.commit()
+    seed(db)
+    with Session(db) as s:
+        stored = {w.slug: w.suite for w in s.exec(select(Workload))}
+    assert stored["ssd300-train"] == "own-lab"
+    assert {k: v for k, v in stored.items() if k != "ssd300-train"} == {
+        k: v for k, v in catalog_suites.items() if k != "ssd300-train"
+    }
+
+
 def test_msrp_rows(db):
     with Session(db) as s:
         row = s.exec(
