@@ -12,8 +12,10 @@ UNet and DDPM training, FP32 and half precision, one table per (model, version, 
 6-12 catalog GPUs each. Scores are proportional to throughput within a table.
 
 Each table is a new workload the corpus has never seen (no FLOPs stated; its work split is
-fitted from the table's other GPUs). For every GPU in the held-out tables, the model is fitted
-on the corpus plus the tables without that GPU, and predicts the GPU's score in each table:
+fitted from the table's other GPUs), of suite `gpu-insights` (one lab's scripts, as an admin
+names the suite of a lab's own workloads in POST /workloads). For every GPU in the held-out
+tables, the model is fitted on the corpus plus the tables without that GPU, and predicts the
+GPU's score in each table:
 
 - `known`: the GPU keeps its corpus results (a card the service knows, that this lab did not
   run): its own efficiency, learned from the corpus, must carry to the new lab's scripts.
@@ -58,6 +60,7 @@ from service.read_model.estimates import ModelInputs, load_inputs  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "heldout_gpu_insights.csv"
 PREFIX = "heldout:"
+SUITE = "gpu-insights"
 PRICE_MAX_AGE_DAYS = 365
 
 
@@ -70,7 +73,8 @@ def load_heldout(path: Path) -> tuple[list[tm.Observation], list[tm.WorkloadSpec
         cells.setdefault((r["gpu"], table), []).append(float(r["value"]))
         precision[table] = r["precision"]
     specs = [
-        tm.WorkloadSpec(t, p, None, False, "", "images/s") for t, p in sorted(precision.items())
+        tm.WorkloadSpec(t, p, None, False, "", "images/s", suite=SUITE)
+        for t, p in sorted(precision.items())
     ]
     return medians(cells), specs
 
