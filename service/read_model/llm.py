@@ -665,7 +665,7 @@ def why(
     """The account of one option; `rank` is its place by throughput, headroom first inside
     overlapping bands (said so when the answer is ordered by cost, `by_cost`; and, when a
     faster option ranks below it, `faster_below`, why)."""
-    what = _what(o)
+    what = _what(o, ask.phase)
     capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
     need = (
         f"needs {o.breakdown.total_gb:.1f} GB per GPU of its {capacity:.1f} GB "
@@ -706,8 +706,9 @@ def why(
     above = (
         ""
         if faster_below is None
-        else f" Ranked above {_what(faster_below)}, faster at ~{_fmt(faster_below.throughput)} "
-        f"{UNIT}: their estimates overlap, and this one leaves more room for context and batch."
+        else f" Ranked above {_what(faster_below, ask.phase)}, faster at "
+        f"~{_fmt(faster_below.throughput)} {UNIT}: their estimates overlap, and this one leaves "
+        "more room for context and batch."
     )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
@@ -718,17 +719,29 @@ def why(
     return (
         f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
         f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{_fmt(o.throughput)} "
-        f"{UNIT}{total} ({source}); {room}.{above}"
+        f"{UNIT}{total}{_speedup_words(o)} ({source}); {room}.{above}"
     )
 
 
-def _what(o: LlmOption) -> str:
-    """The configuration in words: a GPU, a model split over N of them, or copies."""
+def _what(o: LlmOption, phase: str) -> str:
+    """The configuration in words: a GPU, a model split over N of them (sharded and trained
+    data-parallel, as FSDP does, for training: the speedup is the framework's data-parallel
+    profile), or copies."""
     if o.replicas > 1:
         per_copy = o.count // o.replicas
         copy = o.gpu.slug if per_copy == 1 else f"{per_copy} x {o.gpu.slug}"
         return f"{o.replicas} independent copies on {copy} each ({o.count} GPUs)"
-    return o.gpu.slug if o.count == 1 else f"{o.count} x {o.gpu.slug} (model split over them)"
+    if o.count == 1:
+        return o.gpu.slug
+    how = "sharded over them, trained data-parallel" if phase == "train" else "split over them"
+    return f"{o.count} x {o.gpu.slug} (model {how})"
+
+
+def _speedup_words(o: LlmOption) -> str:
+    """How N GPUs' tokens/s relate to one GPU's, where that is not measured for N."""
+    if o.count == 1 or o.replicas > 1 or o.basis == "measured":
+        return ""
+    return f", {o.speedup:.2f} x one GPU's by {o.scaling_basis}"
 
 
 def _row_fields(o: LlmOption) -> dict[str, Any]:

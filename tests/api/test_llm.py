@@ -133,6 +133,29 @@ def test_no_recommended_card_is_beaten_by_another_on_speed_price_and_room(client
     assert beaten == []
 
 
+@pytest.mark.parametrize(
+    ("ask", "how"),
+    [
+        (
+            {"budget": 10000, "model": "llama-3.1-70b", "task": "qlora"},
+            "(model sharded over them, trained data-parallel)",
+        ),
+        ({"budget": 3000, "model": "llama-3.1-70b", "quant": "q4_k_m"}, "(model split over them)"),
+    ],
+)
+def test_a_several_gpu_row_says_how_the_model_is_spread_and_its_speedup(client, ask, how):
+    """Training over N cards that each hold a shard runs data-parallel (the framework's
+    profile); inference splits the layers (no data-parallel speedup): the why says which, and
+    the factor over one GPU behind the tokens/s."""
+    response = client.get("/recommend", params={**ask, "limit": 50})
+    assert response.status_code == 200, response.text
+    several = [r for r in response.json()["recommendations"] if r["count"] > 1]
+    assert several
+    for row in several:
+        assert f"{row['count']} x {row['gpu']} {how}" in row["why"]
+        assert f"{row['scaling_factor']:.2f} x one GPU's by {row['scaling_basis']}" in row["why"]
+
+
 def test_recommend_70b_q4_k_m_splits_cards_under_48_gb(client):
     response = client.get(
         "/recommend", params={"budget": 2500, "model": "llama-3.1-70b", "quant": "q4_k_m"}
