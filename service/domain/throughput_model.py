@@ -29,7 +29,8 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   token generation are different code: a Radeon card's efficiency learned from llama.cpp
   decode, applied to PyTorch training, put an RX 7900 XTX above an RTX 4080 on ResNet-50 with no
   ROCm training result behind it (held-out errors barely moved: median MdAPE 9.9% either way,
-  median p90 22.8% -> 23.7%). A (stack, kind) without data gets 0, the pooled mean. The
+  median p90 22.8% -> 23.7%). Kinds are kept within a suite too (below); a stack without data
+  of a kind in any suite gets 0, the pooled mean. The
   per-GPU term applies only to the GPU itself (it has data); GPUs without data get their
   stack's and architecture's terms, shared by every GPU of the group, so within an architecture
   and stack the estimate is monotone in the rates.
