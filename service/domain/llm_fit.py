@@ -31,9 +31,9 @@ the configurations that are offered (within budget), led by the fastest left.
 A recommendation offers no dominated configuration: one that another offered configuration
 beats on every count a buyer weighs (at least as many tokens/s, a cost no higher, at least as
 much room for batch and context) and strictly on one. A used card never counts as beating a new
-one (a buyer may want the warranty). Headroom inside a tier would otherwise
-put a $2,800 A10 (24 GiB, ~961 tokens/s) on a QLoRA list beside a $781 RX 7900 XTX with the
-same 24 GiB that runs faster. Rankings list every GPU and keep them.
+one (a buyer may want the warranty). Headroom inside a tier would otherwise put a $2,800 A10
+(24 GiB, ~961 tokens/s) on a QLoRA list beside a $781 RX 7900 XTX with the same 24 GiB that
+runs faster. Rankings list every GPU and keep them.
 """
 
 import math
