@@ -8,6 +8,7 @@ from fastapi.responses import Response
 from service.api.asks import ask_for, llm_limits, recommendation_ask
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import ReadModelDep
+from service.api.direct_route import DirectRoute
 from service.api.http_cache import http_cached
 from service.api.query_model import QueryModel
 from service.read_model import llm as llm_rows
@@ -16,7 +17,7 @@ from service.schemas.common import Problem
 from service.schemas.queries import RecommendQuery
 from service.schemas.rankings import Recommendation, Recommendations
 
-router = APIRouter(tags=["recommend"])
+router = APIRouter(tags=["recommend"], route_class=DirectRoute)
 CSV_COLUMNS = columns_for(Recommendation)
 RecommendQueryDep = Annotated[RecommendQuery, Depends(QueryModel(RecommendQuery))]
 
