@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from service.domain.availability import Availability, purchase_counts
 from service.domain.estimate import Estimate
@@ -48,12 +49,14 @@ class Configuration:
             return self.candidate.estimate.frameworks
         return ()
 
-    @property
+    @cached_property
     def total_price(self) -> float:
+        """Kept once computed: a budget's scan of the ranked list reads it for every
+        configuration, on every request (a snapshot's configurations serve many)."""
         assert self.candidate.price is not None
         return self.candidate.price.usd * self.count
 
-    @property
+    @cached_property
     def perf_per_dollar(self) -> float:
         return self.throughput / self.total_price
 
@@ -185,6 +188,17 @@ def why(
     extra: float | None = 0.0,
 ) -> str:
     """One plain-language sentence on what this configuration is and why it ranks here."""
+    return why_lead(rank, budget) + why_body(config, unit, reference, extra)
+
+
+def why_lead(rank: int, budget: float) -> str:
+    """The part of `why` that depends on the ask's rank and budget."""
+    lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
+    return f"{lead} within ${budget:,.0f}: "
+
+
+def why_body(config: Configuration, unit: str, reference: str, extra: float | None) -> str:
+    """The part of `why` that depends on the configuration alone (kept per snapshot)."""
     cand = config.candidate
     what = cand.slug if config.count == 1 else f"{config.count} x {cand.slug}"
     what += f" ({cand.stack})"
@@ -203,9 +217,8 @@ def why(
     else:
         scaling = ""
     source = _basis_phrase(config, unit)
-    lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
     return (
-        f"{lead} within ${budget:,.0f}: {what} for ${config.total_price:,.0f}"
+        f"{what} for ${config.total_price:,.0f}"
         f"{_platform_phrase(config, extra)}{scaling} gives "
         f"~{_fmt(config.throughput)} {unit} ({source}), "
         f"{_fmt(config.perf_per_dollar)} {unit} per USD; reference {reference} = 1.0."

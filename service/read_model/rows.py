@@ -16,7 +16,8 @@ from service.domain.recommend import (
     Configuration,
     ExtraFn,
     cheapest_fitting,
-    why,
+    why_body,
+    why_lead,
     within_budget,
 )
 from service.domain.tco import CostSettings, budget_extra_usd
@@ -167,14 +168,21 @@ def _hints(
     top: float,
     stack: str | None,
 ) -> str | None:
-    pool = [
+    pool = snapshot.kept(
+        ("pool", min_memory_gb, stack), partial(_pool, snapshot, min_memory_gb, stack)
+    )
+    parts = [] if items else [_hint(snapshot, pool, budget, min_memory_gb)]
+    parts += _kept_out(snapshot, pool, budget, max_gpus, top)
+    return "; ".join(parts) or None
+
+
+def _pool(snapshot: Snapshot, min_memory_gb: float, stack: str | None) -> list[Candidate]:
+    """The GPUs an ask could be answered with: enough memory, on its stack when given."""
+    return [
         c
         for c in snapshot.candidates
         if c.memory_gb >= min_memory_gb and (stack is None or c.stack == stack)
     ]
-    parts = [] if items else [_hint(snapshot, pool, budget, min_memory_gb)]
-    parts += _kept_out(snapshot, pool, budget, max_gpus, top)
-    return "; ".join(parts) or None
 
 
 def _costs(
@@ -207,10 +215,13 @@ def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
     cards need over a one-GPU PC; nothing for GPUs sold as whole platforms or complete
     computers, or when the caller prices the platform (`platform_usd`)."""
     platforms = snapshot.ownership.platforms
+    known: dict[tuple[int, str | None], float | None] = {}  # one ask scans many configurations
 
     def extra(config: Configuration) -> float | None:
-        included = config.candidate.availability.platform_included
-        return budget_extra_usd(platforms, config.count, costs, included)
+        key = (config.count, config.candidate.availability.platform_included)
+        if key not in known:
+            known[key] = budget_extra_usd(platforms, key[0], costs, key[1])
+        return known[key]
 
     return extra
 
@@ -224,7 +235,34 @@ def _recommendation(
     costs: CostSettings | None,
 ) -> Recommendation:
     """One configuration's row, with its cost of ownership (given cost settings) in its
-    fields and at the end of `why`."""
+    fields and at the end of `why`. Only the rank and the start of `why` depend on the ask's
+    budget: the rest of the row is built once per snapshot, configuration and cost settings
+    (answers to different budgets show the same rows; building a row was a third of a
+    computed answer) and copied with those two fields."""
+    key = ("recommendation", _config_key(config), costs)
+    template = snapshot.kept(key, partial(_row_template, config, snapshot, extra, costs))
+    return template.model_copy(update={"rank": rank, "why": why_lead(rank, budget) + template.why})
+
+
+def _config_key(config: Configuration) -> tuple[object, ...]:
+    """What a row of `config` depends on in its snapshot (the candidate by its slug)."""
+    return (
+        config.candidate.slug,
+        config.count,
+        config.throughput,
+        config.low,
+        config.high,
+        config.speedup,
+        config.scaling_basis,
+        config.basis,
+        config.n,
+    )
+
+
+def _row_template(
+    config: Configuration, snapshot: Snapshot, extra: ExtraFn, costs: CostSettings | None
+) -> Recommendation:
+    """A configuration's row without its rank, `why` without its budget-dependent start."""
     cand = config.candidate
     cost_fields, cost_sentence = _costs(
         cand, config.total_price, config.count, config.throughput, snapshot, costs
@@ -234,7 +272,7 @@ def _recommendation(
     unit = snapshot.workload.unit
     reference = snapshot.reference.slug if snapshot.reference else "none"
     return Recommendation(
-        rank=rank,
+        rank=1,
         gpu=cand.slug,
         name=cand.name,
         count=config.count,
@@ -254,7 +292,7 @@ def _recommendation(
         n=config.n,
         scaling_factor=config.speedup,
         scaling_basis=config.scaling_basis,
-        why=f"{why(config, rank, budget, unit, reference, extra(config))} {cost_sentence}".strip(),
+        why=f"{why_body(config, unit, reference, extra(config))} {cost_sentence}".strip(),
         **_availability(cand),
         band=cand.estimate.band,
         frameworks=list(config.frameworks),
@@ -279,18 +317,19 @@ def _kept_out(
     """GPUs that availability or a missing fresh price kept out and that would have been
     faster than the first answer: what a buyer would otherwise have been offered. A GPU sold
     in units of N is compared at N GPUs (an upper bound: N x one GPU), a card at one."""
-    in_pool = {c.slug for c in pool}
     candidates = snapshot.derived(
         ("may be kept out", max_gpus), partial(_may_be_kept_out, snapshot, max_gpus)
     )
-    faster = [
-        c for c in takewhile(lambda c: _unit_throughput(c) > top, candidates) if c.slug in in_pool
-    ]
+    faster = list(takewhile(lambda kept: _unit_throughput(kept[0]) > top, candidates))
+    if not faster:
+        return []  # the common case: nothing kept out beats the first answer
+    in_pool = {c.slug for c in pool}
     floor = _datacenter_price_floor(pool)
     parts: list[str] = []
     unpriced: list[str] = []
-    for c in faster:
-        reason = exclusion(c.slug, c.availability, max_gpus)
+    for c, reason in faster:
+        if c.slug not in in_pool:
+            continue
         if reason is not None:
             known = c.price or c.shown_price
             unit_floor = known.usd if known else floor
@@ -317,16 +356,17 @@ def _kept_out(
     return parts
 
 
-def _may_be_kept_out(snapshot: Snapshot, max_gpus: int) -> list[Candidate]:
-    """The candidates _kept_out may name, fastest unit first (ties by slug): not purchasable
-    within `max_gpus`, or sold in units of N without a current price."""
+def _may_be_kept_out(snapshot: Snapshot, max_gpus: int) -> list[tuple[Candidate, str | None]]:
+    """The candidates _kept_out may name, fastest unit first (ties by slug), each with why
+    availability excludes it: not purchasable within `max_gpus` (the reason), or sold in units
+    of N without a current price (None)."""
     kept_out = [
-        c
+        (c, reason)
         for c in snapshot.candidates
-        if exclusion(c.slug, c.availability, max_gpus) is not None
+        if (reason := exclusion(c.slug, c.availability, max_gpus)) is not None
         or (c.price is None and c.availability.unit_gpus > 1)
     ]
-    return sorted(kept_out, key=lambda c: (-_unit_throughput(c), c.slug))
+    return sorted(kept_out, key=lambda kept: (-_unit_throughput(kept[0]), kept[0].slug))
 
 
 def _unit_throughput(c: Candidate) -> float:

@@ -39,6 +39,8 @@ MAX_COSTED = 4096
 # framework is client text, so this memo is bounded too. Each list holds every GPU at every
 # count (hundreds of rows); a few frameworks x counts are what askers use.
 MAX_RANKED = 64
+MAX_KEPT = 4096  # rows kept per snapshot (Snapshot.kept): a few MB at most
+_MISSING = object()
 
 
 class SnapshotKey(NamedTuple):
@@ -73,6 +75,7 @@ class Snapshot:
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
     _costed: dict[tuple[object, ...], Costed] = field(default_factory=dict)
     _derived: dict[Hashable, object] = field(default_factory=dict)
+    _kept: dict[Hashable, object] = field(default_factory=dict)
 
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, once per snapshot: for what rows derive from the snapshot alone. Keys
@@ -81,6 +84,17 @@ class Snapshot:
         if key not in self._derived:
             self._derived[key] = compute()
         return cast(T, self._derived[key])
+
+    def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, kept per snapshot under a key that may carry an ask's parameters (its
+        cost settings, say): up to MAX_KEPT keys, all dropped when full, so clients varying
+        those parameters cannot grow it."""
+        found = self._kept.get(key, _MISSING)
+        if found is _MISSING:
+            if len(self._kept) >= MAX_KEPT:
+                self._kept.clear()
+            found = self._kept[key] = compute()
+        return cast(T, found)
 
     def costed(
         self,

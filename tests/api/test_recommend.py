@@ -365,3 +365,35 @@ def test_a_measured_value_says_which_frameworks_measured_it(client, keys):
     mine = next(r for r in recs if r["gpu"] == "nvidia-rtx-3090")
     assert mine["frameworks"] == ["llm.c", "pytorch"]
     assert "median of 3 accepted results (llm.c, pytorch)" in mine["why"]
+
+
+def test_rows_kept_per_snapshot_still_answer_each_budget_and_cost_setting(client):
+    """A row is built once per snapshot, configuration and cost settings and copied per ask
+    (read_model/rows.py): each answer still carries its own rank, budget and cost account."""
+    asks = [
+        {"budget": 5000, "max_gpus": 4, "workload": "resnet50-train"},
+        {"budget": 3999, "max_gpus": 4, "workload": "resnet50-train"},
+        {"budget": 5000, "max_gpus": 4, "workload": "resnet50-train", "sort": "tco"},
+        {"budget": 5000, "max_gpus": 4, "workload": "resnet50-train", "hours_per_day": 2},
+        {"budget": 5000, "max_gpus": 4, "workload": "resnet50-train", "hours_per_day": 20},
+    ]
+    rows = [client.get("/recommend", params=ask).json()["recommendations"] for ask in asks]
+    for ask, answer in zip(asks, rows, strict=True):
+        assert answer, ask
+        for rank, row in enumerate(answer, 1):
+            assert row["rank"] == rank
+            lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
+            if ask.get("sort") != "tco":
+                assert row["why"].startswith(f"{lead} within ${ask['budget']:,.0f}: "), row["why"]
+            assert row["total_price_usd"] <= ask["budget"]
+    by_config = [{(r["gpu"], r["count"]): r for r in answer} for answer in rows]
+    shared = set(by_config[3]) & set(by_config[4])
+    assert shared
+    for key in shared:  # the same configuration under other cost settings: its own account
+        light, heavy = by_config[3][key], by_config[4][key]
+        assert light["why"].split(": ", 1)[1] != heavy["why"].split(": ", 1)[1]
+        assert {k for k in light if light[k] != heavy[k]} - {"rank", "why"}
+    again = client.get("/recommend", params={**asks[0], "limit": 4}).json()["recommendations"]
+    assert [r["rank"] for r in again] == list(
+        range(1, len(again) + 1)
+    )  # sort=tco renumbered copies only
