@@ -26,6 +26,7 @@ from service.api import (
     results,
     workloads,
 )
+from service.api.direct_route import AnswerDirectly
 from service.api.http_cache import HttpCaching
 from service.api.preauth import bearer_checker
 from service.api.query import reject_unknown_query
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_inflight_bytes=settings.max_inflight_body_bytes,
         timeout_s=settings.body_timeout_s,
     )
+    app.add_middleware(AnswerDirectly, router=app.router)  # before routing, after the cache
     app.add_middleware(ServeCachedAnswers, answers=answers)
     app.add_middleware(HttpCaching, max_age_s=settings.cache_ttl_s)  # outside: hits get ETags
     app.add_middleware(HttpMethods, router=app.router)

@@ -39,7 +39,7 @@ MAX_COSTED = 4096
 # framework is client text, so this memo is bounded too. Each list holds every GPU at every
 # count (hundreds of rows); a few frameworks x counts are what askers use.
 MAX_RANKED = 64
-MAX_KEPT = 4096  # rows kept per snapshot (Snapshot.kept): a few MB at most
+MAX_KEPT = 1024  # rows kept per snapshot (Snapshot.kept): ~2 KB each, ~2 MB at most
 _MISSING = object()
 
 

@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from service.api.deps import get_read_model
-from service.api.direct_route import DirectRoute, direct_plan
+from service.api.direct_route import AnswerDirectly, DirectRoute, direct_plan
 from service.api.query_model import QueryModel
 from service.core.errors import install_error_handlers
 from service.schemas.queries import RecommendQuery
@@ -158,3 +158,49 @@ def test_recommend_answers_the_same_as_through_fastapis_solver(client, monkeypat
     assert statuses["budget=800&vram=24"] == 422 and statuses["budget=800&budget=900"] == 422
     assert statuses["budget=800&workload=no-such-workload"] == 422  # with suggestions
     assert statuses["model=no-such-model&budget=3000"] == 404
+
+
+def test_answer_directly_answers_before_routing_and_errors_by_the_apps_handlers():
+    """AnswerDirectly answers a DirectRoute's GET before the layers inside it (a recorder
+    stands for FastAPI's routing here); a handled error gets the app's own answer, a HEAD
+    or a route FastAPI must resolve goes on inside."""
+    routed: list[str] = []
+
+    class Recorder:
+        def __init__(self, app):
+            self.app = app
+
+        async def __call__(self, scope, receive, send):
+            if scope["type"] == "http":
+                routed.append(scope["method"] + " " + scope["path"])
+            await self.app(scope, receive, send)
+
+    async def endpoint(
+        q: Annotated[RecommendQuery, Depends(QueryModel(RecommendQuery))],
+    ) -> Response:
+        if q.budget == 404:
+            raise HTTPException(404, "no such budget")
+        if q.budget == 500:
+            raise RuntimeError("a bug")
+        return Response(f"{q.budget:g}")
+
+    async def resolved(flag: int = 0) -> Response:
+        return Response(str(flag))
+
+    app, _ = _app_with(endpoint)
+    app.get("/resolved")(resolved)
+    install_error_handlers(app)
+    app.add_middleware(Recorder)
+    app.add_middleware(AnswerDirectly, router=app.router)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        client.get("/r")  # FastAPI builds the route's handlers on its first request
+        routed.clear()
+        assert client.get("/r?budget=800").text == "800"
+        bad = client.get("/r?budget=abc")
+        missing = client.get("/r?budget=404")
+        assert routed == []
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "budget"]
+        assert missing.status_code == 404 and "no such budget" in missing.text
+        assert client.get("/r?budget=500").status_code == 500
+        assert client.get("/resolved?flag=3").text == "3"
+        assert routed == ["GET /resolved"]
