@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlmodel import Session, col, select
 
@@ -41,6 +41,17 @@ MAX_COSTED = 4096
 MAX_RANKED = 64
 MAX_KEPT = 1024  # rows kept per snapshot (Snapshot.kept): ~2 KB each, ~2 MB at most
 _MISSING = object()
+
+
+def _bounded(store: dict[Any, Any], bound: int, key: Hashable, compute: Callable[[], T]) -> T:
+    """`store[key]`, computed on a miss; a store already holding `bound` keys is emptied
+    first, so keys that carry client input cannot grow it (Snapshot's per-ask memos)."""
+    found = store.get(key, _MISSING)
+    if found is _MISSING:
+        if len(store) >= bound:
+            store.clear()
+        found = store[key] = compute()
+    return cast(T, found)
 
 
 class SnapshotKey(NamedTuple):
@@ -87,14 +98,9 @@ class Snapshot:
 
     def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, kept per snapshot under a key that may carry an ask's parameters (its
-        cost settings, say): up to MAX_KEPT keys, all dropped when full, so clients varying
-        those parameters cannot grow it."""
-        found = self._kept.get(key, _MISSING)
-        if found is _MISSING:
-            if len(self._kept) >= MAX_KEPT:
-                self._kept.clear()
-            found = self._kept[key] = compute()
-        return cast(T, found)
+        cost settings, say): up to MAX_KEPT keys, so clients varying those parameters cannot
+        grow it."""
+        return _bounded(self._kept, MAX_KEPT, key, compute)
 
     def costed(
         self,
@@ -110,13 +116,12 @@ class Snapshot:
         configuration and cost settings: answers to different budgets show the same rows
         (15% of a computed /recommend answer was these accounts)."""
         key = (slug, price_usd, count, tdp_w, throughput, costs, included)
-        found = self._costed.get(key)
-        if found is None:
-            if len(self._costed) >= MAX_COSTED:
-                self._costed.clear()
-            found = costed(self.ownership, self.workload.unit, *key)
-            self._costed[key] = found
-        return found
+        return _bounded(
+            self._costed,
+            MAX_COSTED,
+            key,
+            lambda: costed(self.ownership, self.workload.unit, *key),
+        )
 
     @property
     def decode(self) -> bool:
@@ -150,18 +155,18 @@ class Snapshot:
     ) -> list[Configuration]:
         """All configurations ranked by throughput; computed once per (mode, framework, n), up
         to MAX_RANKED keys."""
-        key = (mode, framework, max_gpus)
-        if key not in self._ranked:
-            if len(self._ranked) >= MAX_RANKED:
-                self._ranked.clear()
-            self._ranked[key] = configurations(
+        return _bounded(
+            self._ranked,
+            MAX_RANKED,
+            (mode, framework, max_gpus),
+            lambda: configurations(
                 self.candidates,
                 max_gpus,
                 lambda c, n: self.scaling(mode, framework, c, n),
                 self.measured_multi,
                 use_measured_multi=(mode == "parallel"),
-            )
-        return self._ranked[key]
+            ),
+        )
 
 
 def build_snapshot(
