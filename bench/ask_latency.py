@@ -24,6 +24,7 @@ ASKS = (
     ("70B /recommend (empty: hint)", "/recommend", "model=llama-3-70b&budget={budget}"),
     ("8B QLoRA /recommend", "/recommend", "model=llama-3-8b&task=qlora&budget={budget}"),
     ("ResNet-50 /recommend", "/recommend", "workload=resnet50-train&budget={budget}"),
+    ("ResNet-50 /rankings", "/rankings", "workload=resnet50-train&hours_per_day={hours}"),
 )
 DISTINCT = 40
 REPEATS = 200

@@ -29,12 +29,16 @@ training precision, allow_stale, day), so it is stale after a write through this
 `cache_ttl_s`, and answers computed from it are stored in the answer cache. An ask's decode
 reference is read once per (model, format, context) and data version. Reading it all on every
 ask cost 60-75 ms of an 8B ask's 75-90 ms, in process (py-spy: ORM rows of every price).
+Every GPU's fitting configuration (memory fit, headroom, throughput) is kept per ask shape in
+the same LlmData (`options`, bounded): asks that differ only in budget, limit, cost settings or
+sort share it. It was about 10 ms of an 8B inference ask's 11 ms (cProfile); with it kept, a
+computed 8B /recommend takes 0.4 ms instead of 4.3 ms, in process (bench/ask_latency.py).
 """
 
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import partial
@@ -64,6 +68,7 @@ from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, 
 from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.costing import Costed, cost_key, costed, fits_power, ranked_by_cost
 from service.read_model.estimates import estimate_model, estimates_for
+from service.read_model.memo import bounded
 from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
@@ -154,6 +159,9 @@ class LlmDataKey:
 # Decode references kept per LlmData; their keys hold the asked context (client input), so the
 # memo is bounded: past this many it starts again.
 MAX_REFERENCES = 1024
+# Fitting configurations kept per LlmData (options), one list per ask shape, framework, GPU
+# count and pool: ~25 configurations each, a few hundred KB at most.
+MAX_KEPT_OPTIONS = 1024
 ReferenceKey = tuple[str, str, int]  # model slug, format, context
 
 
@@ -180,6 +188,9 @@ class LlmData:
     reference_for: Callable[[llm_fit.Ask], DecodeReference | None] | None = None
     # shared LlmData only: decode references read so far (reference_memo)
     references: dict[ReferenceKey, DecodeReference | None] = field(default_factory=dict)
+    # fitting configurations per ask, kept for the data's lifetime (options); a per-ask copy
+    # (LlmRead.data, dataclasses.replace) shares this dict with the shared LlmData
+    kept_options: dict[Hashable, tuple["LlmOption", ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -439,7 +450,54 @@ def options(
     pool: Pool = Pool(),
 ) -> list[LlmOption]:
     """Every GPU's (of `pool`) fewest-GPU configuration that fits `ask` (unranked). What is
-    learned from measurements uses every GPU, whatever the pool."""
+    learned from measurements uses every GPU, whatever the pool.
+
+    Computed once per ask shape and data (kept in `data.kept_options`): the memory fit and
+    headroom of every GPU are most of an ask's time (about 10 ms of 11 for an 8B inference ask,
+    in process), and asks that differ only in budget, limit, cost settings or sort share
+    them."""
+    key = _options_key(data, ask, max_gpus, framework, priced_only, pool)
+    found = bounded(
+        data.kept_options,
+        MAX_KEPT_OPTIONS,
+        key,
+        lambda: tuple(_options(ask, data, max_gpus, framework, priced_only, pool)),
+    )
+    return list(found)
+
+
+def ranked_options(
+    ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, pool: Pool
+) -> list[LlmOption]:
+    """ranked(options(...)) of every GPU, priced or not (/rankings), kept alike."""
+    key = ("ranked", *_options_key(data, ask, max_gpus, framework, False, pool))
+    found = bounded(
+        data.kept_options,
+        MAX_KEPT_OPTIONS,
+        key,
+        lambda: tuple(ranked(options(ask, data, max_gpus, framework, False, pool))),
+    )
+    return list(found)
+
+
+def _options_key(data: LlmData, *arguments: Hashable) -> tuple[Hashable, ...]:
+    """What options' answer depends on within one LlmData: its arguments and the decode
+    reference the ask carries (its workload and context)."""
+    reference = data.decode_reference
+    return (
+        *arguments,
+        None if reference is None else (reference.workload, reference.mean_context),
+    )
+
+
+def _options(
+    ask: llm_fit.Ask,
+    data: LlmData,
+    max_gpus: int,
+    framework: str,
+    priced_only: bool,
+    pool: Pool,
+) -> list[LlmOption]:
     learned = learn(data, ask.phase)
     measured = _measured_for(ask, data)
     out: dict[tuple[str, int], LlmOption] = {}
@@ -1025,7 +1083,7 @@ def ranking_rows(
     inside overlapping bands), perf per dollar, or cost per million tokens (sort=tco); with
     `costs`, priced rows carry their cost of ownership."""
     rows = []
-    for o in ranked(options(ask, data, max_gpus, framework, False, pool)):
+    for o in ranked_options(ask, data, max_gpus, framework, pool):
         total = o.gpu.price.usd * o.count if o.gpu.price else None
         cost = None
         if costs is not None and total is not None:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import NamedTuple, TypeVar, cast
 
 from sqlmodel import Session, col, select
 
@@ -27,6 +27,7 @@ from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.costing import Costed, costed
 from service.read_model.estimates import estimates_for
+from service.read_model.memo import bounded
 from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 
@@ -40,18 +41,6 @@ MAX_COSTED = 4096
 # count (hundreds of rows); a few frameworks x counts are what askers use.
 MAX_RANKED = 64
 MAX_KEPT = 1024  # rows kept per snapshot (Snapshot.kept): ~2 KB each, ~2 MB at most
-_MISSING = object()
-
-
-def _bounded(store: dict[Any, Any], bound: int, key: Hashable, compute: Callable[[], T]) -> T:
-    """`store[key]`, computed on a miss; a store already holding `bound` keys is emptied
-    first, so keys that carry client input cannot grow it (Snapshot's per-ask memos)."""
-    found = store.get(key, _MISSING)
-    if found is _MISSING:
-        if len(store) >= bound:
-            store.clear()
-        found = store[key] = compute()
-    return cast(T, found)
 
 
 class SnapshotKey(NamedTuple):
@@ -100,7 +89,7 @@ class Snapshot:
         """`compute()`, kept per snapshot under a key that may carry an ask's parameters (its
         cost settings, say): up to MAX_KEPT keys, so clients varying those parameters cannot
         grow it."""
-        return _bounded(self._kept, MAX_KEPT, key, compute)
+        return bounded(self._kept, MAX_KEPT, key, compute)
 
     def costed(
         self,
@@ -116,7 +105,7 @@ class Snapshot:
         configuration and cost settings: answers to different budgets show the same rows
         (15% of a computed /recommend answer was these accounts)."""
         key = (slug, price_usd, count, tdp_w, throughput, costs, included)
-        return _bounded(
+        return bounded(
             self._costed,
             MAX_COSTED,
             key,
@@ -155,7 +144,7 @@ class Snapshot:
     ) -> list[Configuration]:
         """All configurations ranked by throughput; computed once per (mode, framework, n), up
         to MAX_RANKED keys."""
-        return _bounded(
+        return bounded(
             self._ranked,
             MAX_RANKED,
             (mode, framework, max_gpus),

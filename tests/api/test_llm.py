@@ -596,3 +596,46 @@ def test_why_says_most_throughput_only_for_the_fastest_and_why_a_faster_one_rank
             ), row["why"]
         else:
             assert "Ranked above" not in row["why"]
+
+
+def test_llm_asks_share_one_fit_per_ask_shape_and_answer_as_if_computed_alone(
+    db, settings, monkeypatch
+):
+    """read_model/llm.py keeps every GPU's fitting configuration per ask shape and data
+    (options): asks that differ only in budget, limit, cost settings or sort compute it once,
+    and answer exactly what an app that keeps nothing answers."""
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+    from service.read_model import llm
+
+    asks = [
+        ("/recommend", {"model": "llama-3-8b", "budget": 3000}),
+        ("/recommend", {"model": "llama-3-8b", "budget": 2500, "limit": 3}),
+        ("/recommend", {"model": "llama-3-8b", "budget": 3000, "hours_per_day": 20}),
+        ("/recommend", {"model": "llama-3-8b", "budget": 3000, "sort": "tco"}),
+        ("/recommend", {"model": "llama-3-8b", "budget": 3000, "max_gpus": 8}),
+        ("/rankings", {"model": "llama-3-8b"}),
+        ("/rankings", {"model": "llama-3-8b", "sort": "perf_per_dollar"}),
+    ]
+    computed: list[tuple[object, ...]] = []
+    real = llm._options
+
+    def counted(*args, **kwargs):
+        computed.append((args[0], *args[2:]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(llm, "_options", counted)
+    with TestClient(create_app(settings)) as client:
+        kept = [client.get(path, params=params) for path, params in asks]
+    assert all(r.status_code == 200 for r in kept), [r.text for r in kept]
+    assert kept[0].json()["recommendations"] and kept[-1].json()["items"]
+    # the priced configurations /recommend offers at up to 4 and 8 GPUs, /rankings' every GPU
+    assert len(computed) == len(set(computed)) == 3, computed
+
+    monkeypatch.setattr(llm, "bounded", lambda store, bound, key, compute: compute())
+    with TestClient(create_app(settings)) as client:
+        alone = [client.get(path, params=params) for path, params in asks]
+    for (path, params), a, b in zip(asks, kept, alone, strict=True):
+        assert a.json() == b.json(), (path, params)
+    assert len(computed) == 3 + len(asks)
