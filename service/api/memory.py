@@ -36,7 +36,9 @@ class MemoryQuery(BaseModel):
         description="Tokens per sequence (default 4096 or the model's max).",
     )
     batch: int = Field(1, ge=1, le=4096, description="Sequences at once.")
-    gpus: int = Field(1, ge=1, le=64, description="Tensor-parallel GPUs the model is split over.")
+    gpus: int = Field(
+        1, ge=1, le=64, description="GPUs the model is split over (see the answer's split)."
+    )
     optimizer: OptimizerName = "adamw"
     lora_rank: int = Field(16, ge=1, le=4096)
     gradient_checkpointing: bool = True
@@ -84,6 +86,7 @@ def get_memory(q: Annotated[MemoryQuery, Depends(QueryModel(MemoryQuery))]) -> M
         context=context,
         batch=q.batch,
         gpus=q.gpus,
+        split=memory.split_for(quant, q.task),
         optimizer=q.optimizer,
         lora_rank=q.lora_rank,
         gradient_checkpointing=q.gradient_checkpointing,

@@ -2,8 +2,12 @@
 
 Pure functions: no I/O (the read model passes GPUs, measurements and prices in).
 
-Fit: the fewest tensor-parallel GPUs on which memory.memory_breakdown's per-GPU total fits
-(memory.gpus_needed). A catalog `memory_gb` is the vendor's figure, which for GPU memory is
+Fit: the fewest GPUs on which memory.memory_breakdown's per-GPU total fits (memory.gpus_needed):
+tensor-parallel (heads divisible by N), or for a GGUF file by layers as llama.cpp splits it
+(any N; the GPU with the most layers decides). Checked against every whole-GPU run and
+out-of-memory the XiongjieDai llama.cpp tables publish for catalog models (tests/unit/
+test_llm_fit.py): 8B F16 fits a 16 GB card at 4096 tokens and not at 8192, as measured. A
+catalog `memory_gb` is the vendor's figure, which for GPU memory is
 binary (a "24 GB" RTX 4090 has 24 GiB = 25.8e9 bytes), so capacity = memory_gb x 2^30 bytes.
 
 Throughput, tokens/s, by the best basis available:

@@ -6,7 +6,9 @@ text in. Units: bytes internally, GB = 1e9 bytes in the answer (the unit of mode
 parameter counts and of Hugging Face file listings; 1 GiB = 1.074 GB).
 
 Terms (P = total params, A = active params, L layers, h hidden, i intermediate, a heads,
-g kv heads, d head dim, V vocab, s context, b batch, N tensor-parallel GPUs):
+g kv heads, d head dim, V vocab, s context, b batch, N GPUs; a GGUF file run for inference is
+split by layers as llama.cpp does, and its weights and KV are those of the GPU holding the
+most layers, x ceil(L / N) / L, at full width; everything else tensor-parallel, / N):
 
 - weights: P x bits/8. Formats that leave embeddings in 16 bit (NF4, AWQ/GPTQ/int4) count the
   embedding (and untied lm_head) params at 2 bytes. Mixture-of-experts keeps every expert
@@ -63,6 +65,7 @@ Task = Literal["inference", "full-finetune", "lora", "qlora"]
 Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
 LoraTargets = Literal["all-linear", "attention"]
 Phase = Literal["prefill", "decode", "train"]
+SplitMode = Literal["tensor", "layer"]
 
 GB = 1e9
 OVERHEAD_BYTES = 0.5 * GB  # CUDA context + workspaces per GPU (sources in the module docstring)
@@ -377,8 +380,9 @@ def memory_breakdown(
     kv_bits: float = 16,
     flash_attention: bool = True,
     master_weights: bool | None = None,
+    split: SplitMode | None = None,
 ) -> MemoryBreakdown:
-    """Per-GPU memory for `task` on `gpus` tensor-parallel GPUs.
+    """Per-GPU memory for `task` on `gpus` GPUs, split as `split` says (None: split_for).
 
     quant: the base weights' format (None: bf16, or NF4 for qlora). Full fine-tuning needs
     16- or 32-bit weights; qlora needs a sub-8-bit format. master_weights: None means an fp32
@@ -397,13 +401,20 @@ def memory_breakdown(
     if task == "qlora" and quant.bits_per_weight >= 8:
         raise ValueError("qlora trains adapters on a 4-bit base; use lora for 16-bit weights")
 
-    weights = weight_bytes(model, quant) / gpus
-    kv = 0.0
-    if task == "inference":
-        kv = kv_cache_bytes_per_token(model, kv_bits, gpus) * context * batch
-    acts = activation_bytes(
-        model, task, context, batch, gpus, gradient_checkpointing, flash_attention
-    )
+    if (split or split_for(quant, task)) == "layer" and task == "inference":
+        # the GPU holding the most layers holds their weights and KV, at full width
+        share = layer_share(model, gpus)
+        weights = weight_bytes(model, quant) * share
+        kv = kv_cache_bytes_per_token(model, kv_bits) * context * batch * share
+        acts = activation_bytes(model, task, context, batch, 1, flash_attention=flash_attention)
+    else:
+        weights = weight_bytes(model, quant) / gpus
+        kv = 0.0
+        if task == "inference":
+            kv = kv_cache_bytes_per_token(model, kv_bits, gpus) * context * batch
+        acts = activation_bytes(
+            model, task, context, batch, gpus, gradient_checkpointing, flash_attention
+        )
 
     trainable = 0.0
     adapters = grads = opt = 0.0
@@ -479,13 +490,30 @@ def max_batch_that_fits(
     return _largest(fits, 1, max_batch)
 
 
+def split_for(quant: Quantization | None, task: Task = "inference") -> SplitMode:
+    """How a model is split over GPUs: by layers for a GGUF file run for inference (llama.cpp,
+    its runtime, splits "layers and KV across GPUs" by default: `--split-mode layer`,
+    ggml-org/llama.cpp common/arg.cpp), else tensor-parallel (vLLM, TensorRT-LLM, FSDP and
+    DeepSpeed shard every layer over the GPUs)."""
+    gguf = quant is not None and quant.kind == "gguf"
+    return "layer" if gguf and task == "inference" else "tensor"
+
+
+def layer_share(model: ModelSpec, gpus: int) -> float:
+    """The largest share of the layers one of `gpus` GPUs holds in a layer split: 80 layers
+    over 3 GPUs put 27 on one (0.3375, not a third)."""
+    return math.ceil(model.layers / max(1, min(gpus, model.layers))) / model.layers
+
+
 def gpus_needed(
     model: ModelSpec, memory_gb_per_gpu: float, max_gpus: int = 8, **kwargs: Any
 ) -> int | None:
-    """Fewest tensor-parallel GPUs (attention heads divisible by N) on which the per-GPU total
-    fits; None when even max_gpus do not."""
+    """Fewest GPUs on which the per-GPU total fits; None when even max_gpus do not. Tensor
+    parallelism needs the attention heads divisible by N; a layer split (kwargs' `split`, or
+    split_for the format) takes any N up to the number of layers."""
+    split = kwargs.get("split") or split_for(kwargs.get("quant"), kwargs.get("task", "inference"))
     for n in range(1, max_gpus + 1):
-        if model.heads % n:
+        if model.heads % n if split == "tensor" else n > model.layers:
             continue
         if memory_breakdown(model, gpus=n, **kwargs).total_gb <= memory_gb_per_gpu:
             return n

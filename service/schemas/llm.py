@@ -33,7 +33,7 @@ class ModelRead(BaseModel):
 
 
 class MemoryAnswer(BaseModel):
-    """Memory per GPU (GB = 1e9 bytes) on `gpus` tensor-parallel GPUs."""
+    """Memory per GPU (GB = 1e9 bytes) on `gpus` GPUs, split as `split` says."""
 
     model: str
     task: TaskName
@@ -42,6 +42,12 @@ class MemoryAnswer(BaseModel):
     context: int
     batch: int
     gpus: int
+    split: Literal["tensor", "layer"] = Field(
+        description="How the model is split over the GPUs: layer for a GGUF file run for "
+        "inference (llama.cpp's default --split-mode layer: each GPU holds whole layers, their "
+        "weights and KV, and the figures are the GPU holding the most, ceil(layers / N) of "
+        "them); tensor otherwise (every layer sharded over the N GPUs, / N)."
+    )
     optimizer: OptimizerName
     lora_rank: int
     gradient_checkpointing: bool

@@ -457,7 +457,8 @@ def test_the_smaller_format_hint_costs_what_the_budget_check_costs(client):
     and the hint's figure is the cards alone, as the budget check counted them."""
     ask = {"budget": 2500, "model": "llama-3.1-70b", "platform_usd": 0}
     hint = client.get("/recommend", params=ask).json()["hint"]
-    found = re.search(r"with quant=(\S+) .* (\d+) x (\S+) is within \$2,500 at \$([\d,]+)", hint)
+    # the first offer (non-greedy: the hint may name a second format after it)
+    found = re.search(r"with quant=(\S+) .*? (\d+) x (\S+) is within \$2,500 at \$([\d,]+)", hint)
     assert found, hint
     quant, count, gpu = found.group(1), int(found.group(2)), found.group(3)
     smaller = client.get("/recommend", params={**ask, "quant": quant}).json()["recommendations"]
