@@ -22,10 +22,15 @@ Throughput, tokens/s, by the best basis available:
    is the median of measured / roofline over every measured GPU of that phase (any LLM), and
    its log spread (1.4826 x MAD) sizes the band; with no measurement e is estimate.py's stated
    prior (0.6 of bandwidth, 0.35 of peak) and the band is value / 1.5 to value x 1.5.
-Several GPUs: decode and prefill run the model split over them (llama.cpp layer split in the
-measured corpus; no data-parallel speedup), so the N-GPU rate is the one-GPU roofline times
-the median measured N-GPU / 1-GPU ratio of the same workload and GPU (1.0, no speedup, when
-nothing is measured). Training over N GPUs uses the framework's scaling profile.
+Several GPUs: inference runs the model split over them, as its runtime splits it
+(memory.split_for). A GGUF file's layer split (llama.cpp, the measured corpus's runtime) runs
+one token through the GPUs in turn, so the N-GPU rate is the one-GPU rate times the median
+measured N-GPU / 1-GPU ratio of the same workload and GPU (1.0, no speedup, when nothing is
+measured; XiongjieDai's 8B Q4_K_M on 1, 2, 4 and 8 RTX 4090s: 130.6, 124.7, 120.3, 118.1
+tokens/s at tg 512). Other formats run tensor-parallel: each GPU streams 1/N of the weights,
+so decode takes scaling.tensor_parallel's speedup (bandwidth adds, less its stated
+interconnect cost), as a fixed decode workload does. Training over N GPUs uses the framework's
+scaling profile.
 
 Ranking: throughput first; configurations whose values lie inside each other's bands form a
 tier, and inside a tier more headroom (largest batch, then context, that still fits) ranks

@@ -602,19 +602,20 @@ def _estimate(
         )
         reference = (eff.value * roof, eff.log_band, eff.log_band, eff.n)
     one, log_low, log_high, n = reference
-    if ask.phase == "train":
+    if ask.phase != "train" and memory.split_for(ask.quant, ask.task) == "layer":
+        speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
+    else:  # training: the framework's profile; tensor-parallel decode: as a fixed workload's
         s = scaling(
             data.profiles,
             "parallel",
             framework,
             gpu.interconnect,
             count,
+            decode=ask.phase == "decode",
             fitted=data.fitted,
             sold_as=gpu.sold_as,
         )
         speedup, basis = s.speedup, s.basis
-    else:
-        speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
     value = one * speedup
     low, high = value * math.exp(-log_low), value * math.exp(log_high)
     return value, low, high, n, speedup, basis, kind

@@ -640,3 +640,26 @@ def test_llm_asks_share_one_fit_per_ask_shape_and_answer_as_if_computed_alone(
     for (path, params), a, b in zip(asks, kept, alone, strict=True):
         assert a.json() == b.json(), (path, params)
     assert len(computed) == 3 + len(asks)
+
+
+def test_a_model_split_over_gpus_decodes_as_its_runtime_splits_it(client):
+    """A GGUF file (llama.cpp) splits by layers: N GPUs decode one token no faster than one
+    (the measured ratio where there is one); a bf16 model runs tensor-parallel (vLLM): each GPU
+    streams 1/N of the weights, so bandwidth adds less the stated interconnect cost, as for a
+    fixed decode workload (domain/scaling.py tensor_parallel)."""
+    from service.domain.scaling import tensor_parallel
+
+    base = {"model": "llama-3.1-70b", "budget": 10**6, "limit": 50, "max_gpus": 8}
+    for quant, split in (("q4_k_m", "split:"), ("bf16", "tensor-parallel:")):
+        rows = client.get("/recommend", params={**base, "quant": quant}).json()
+        several = [i for i in rows["recommendations"] if i["count"] > 1]
+        assert several, quant
+        for item in several:
+            assert item["scaling_basis"].startswith(split), (quant, item["scaling_basis"])
+            if split == "tensor-parallel:":
+                link = item["scaling_basis"].split(":")[1]
+                expected = tensor_parallel(link, item["count"]).speedup
+                assert item["scaling_factor"] == pytest.approx(expected)
+                assert item["scaling_factor"] > 1
+            else:
+                assert item["scaling_factor"] <= 1
