@@ -5,6 +5,10 @@ from service.catalog import llm, loaders
 from service.domain import llm_fit, memory
 
 TERMS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "lora_adapters")
+SPLIT_WORDS = {
+    "layer": "split by layers, as llama.cpp runs a GGUF file",
+    "tensor": "tensor-parallel split",
+}
 
 
 def render_fit(ask: llm_fit.Ask, max_gpus: int = 8) -> str:
@@ -31,11 +35,12 @@ def render_fit(ask: llm_fit.Ask, max_gpus: int = 8) -> str:
         room = llm_fit.headroom(ask, gpu.memory_gb, n)
         fits.append((n, gpu.memory_gb, gpu.slug, room, ask.breakdown(n).total_gb))
     fits.sort(key=lambda f: (f[0], f[1], f[2]))
-    lines.append(f"GPUs that fit (tensor-parallel split, at most {max_gpus}):")
+    split = SPLIT_WORDS[memory.split_for(ask.quant, ask.task)]
+    lines.append(f"GPUs that fit ({split}, at most {max_gpus}):")
     for n, mem, slug, room, per_gpu in fits:
         lines.append(
-            f"  {n} x {slug:<36} {mem:6g} GB each, needs {per_gpu:6.2f} GB per GPU; "
-            f"max context {room.max_context}, max batch {room.max_batch}"
+            f"  {n} x {slug:<36} {llm_fit.capacity_gb(mem):6.2f} GB ({mem:g} GiB) each, needs "
+            f"{per_gpu:6.2f} GB per GPU; max context {room.max_context}, max batch {room.max_batch}"
         )
     if not fits:
         lines.append("  none")

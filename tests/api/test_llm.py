@@ -245,6 +245,10 @@ def test_fit_command_prints_the_breakdown_and_counts():
     assert "weights" in result.output and "kv_cache" in result.output
     assert "2 x nvidia-rtx-4090" in result.output
     assert "1 x nvidia-rtx-a6000" in result.output
+    # a GGUF file splits by layers: three 16 GiB cards hold what four would by heads
+    assert "split by layers" in result.output and "3 x nvidia-rtx-4080 " in result.output
+    # a card's capacity in the unit of the need, and its binary size
+    assert re.search(r"2 x nvidia-rtx-4090 +25\.77 GB \(24 GiB\) each", result.output)
     unknown = CliRunner().invoke(cli_app, ["fit", "--model", "llama-3.1-7b"])
     assert unknown.exit_code == 2 and "llama-3.1-8b" in unknown.output
 
