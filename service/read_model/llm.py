@@ -159,9 +159,10 @@ class LlmDataKey:
 # Decode references kept per LlmData; their keys hold the asked context (client input), so the
 # memo is bounded: past this many it starts again.
 MAX_REFERENCES = 1024
-# Fitting configurations kept per LlmData (options), one list per ask shape, framework, GPU
-# count and pool: ~25 configurations each, a few hundred KB at most.
-MAX_KEPT_OPTIONS = 1024
+# Fitting configurations kept per LlmData (options, ranked_options), one list per ask shape,
+# framework, GPU count and pool: every GPU's configuration, about 150 KiB for a /rankings ask
+# (tracemalloc), so at most ~10 MB; a miss costs one fit (~10 ms).
+MAX_KEPT_OPTIONS = 64
 ReferenceKey = tuple[str, str, int]  # model slug, format, context
 
 
