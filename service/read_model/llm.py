@@ -157,8 +157,9 @@ class LlmDataKey:
 
 
 # Decode references kept per LlmData; their keys hold the asked context (client input), so the
-# memo is bounded: past this many it starts again.
-MAX_REFERENCES = 1024
+# memo is bounded: past this many it starts again. About 31 KiB each (tracemalloc: every GPU's
+# estimate), so at most ~8 MB; a miss costs one read of the reference's estimates.
+MAX_REFERENCES = 256
 # Fitting configurations kept per LlmData (options, ranked_options), one list per ask shape,
 # framework, GPU count and pool: every GPU's configuration, about 150 KiB for a /rankings ask
 # (tracemalloc), so at most ~10 MB; a miss costs one fit (~10 ms).
