@@ -77,6 +77,12 @@ def breakdown(
 def get_memory(q: Annotated[MemoryQuery, Depends(QueryModel(MemoryQuery))]) -> MemoryAnswer:
     spec, quant, result = breakdown(q)
     terms = result.as_gb()
+    split = memory.split_for(quant, q.task)
+    total_all = result.total_gb * q.gpus
+    if split == "layer" and q.gpus > 1:  # the busiest GPU's layers are not every GPU's
+        whole = breakdown(q.model_copy(update={"gpus": 1}))[2]
+        per_gpu = result.activations + result.overhead
+        total_all = (whole.weights + whole.kv_cache + q.gpus * per_gpu) / memory.GB
     context = q.context or min(DEFAULT_CONTEXT, spec.max_context)
     return MemoryAnswer(
         model=spec.slug,
@@ -86,12 +92,12 @@ def get_memory(q: Annotated[MemoryQuery, Depends(QueryModel(MemoryQuery))]) -> M
         context=context,
         batch=q.batch,
         gpus=q.gpus,
-        split=memory.split_for(quant, q.task),
+        split=split,
         optimizer=q.optimizer,
         lora_rank=q.lora_rank,
         gradient_checkpointing=q.gradient_checkpointing,
         kv_bits=q.kv_bits,
-        total_all_gpus_gb=round(result.total_gb * q.gpus, 3),
+        total_all_gpus_gb=round(total_all, 3),
         trainable_params=result.trainable_params,
         **terms,
     )

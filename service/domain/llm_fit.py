@@ -27,10 +27,11 @@ Several GPUs: inference runs the model split over them, as its runtime splits it
 one token through the GPUs in turn, so the N-GPU rate is the one-GPU rate times the median
 measured N-GPU / 1-GPU ratio of the same workload and GPU (1.0, no speedup, when nothing is
 measured; XiongjieDai's 8B Q4_K_M on 1, 2, 4 and 8 RTX 4090s: 130.6, 124.7, 120.3, 118.1
-tokens/s at tg 512). Other formats run tensor-parallel: each GPU streams 1/N of the weights,
-so decode takes scaling.tensor_parallel's speedup (bandwidth adds, less its stated
-interconnect cost), as a fixed decode workload does. Training over N GPUs uses the framework's
-scaling profile.
+tokens/s at tg 512); so does a format with a measured split (the corpus's F16 files run by
+llama.cpp: measured wins over assumed). Other formats run tensor-parallel: each GPU streams 1/N
+of the weights, so decode takes scaling.tensor_parallel's speedup (bandwidth adds, less its
+stated interconnect cost), as a fixed decode workload does. Training over N GPUs uses the
+framework's scaling profile.
 
 Ranking: throughput first; configurations whose values lie inside each other's bands form a
 tier, and inside a tier more headroom (largest batch, then context, that still fits) ranks

@@ -511,7 +511,9 @@ def gpus_needed(
     """Fewest GPUs on which the per-GPU total fits; None when even max_gpus do not. Tensor
     parallelism needs the attention heads divisible by N; a layer split (kwargs' `split`, or
     split_for the format) takes any N up to the number of layers."""
-    split = kwargs.get("split") or split_for(kwargs.get("quant"), kwargs.get("task", "inference"))
+    task = kwargs.get("task", "inference")
+    split = kwargs.get("split") or split_for(kwargs.get("quant"), task)
+    split = split if task == "inference" else "tensor"  # as memory_breakdown counts it
     for n in range(1, max_gpus + 1):
         if model.heads % n if split == "tensor" else n > model.layers:
             continue

@@ -363,6 +363,9 @@ def _mean_context(m: Measured) -> float:
 class Learned:
     efficiency: llm_fit.Efficiency
     split_ratios: dict[int, list[float]]
+    # formats with a measured split: their runtime's split (llama.cpp's, in the corpus) is
+    # measured, so its ratio stands for them whatever the format's usual runtime
+    split_formats: frozenset[str] = frozenset()
 
 
 def learn(data: LlmData, phase: str) -> Learned:
@@ -386,11 +389,13 @@ def learn(data: LlmData, phase: str) -> Learned:
             )
             ratios.append(m.value.median / roof)
     split: dict[int, list[float]] = defaultdict(list)
+    formats = set()
     for m in data.measured:
         one = single.get((m.workload, m.gpu))
         if m.phase == phase and m.count > 1 and one:
             split[m.count].append(m.value.median / one)
-    return Learned(llm_fit.learn_efficiency(ratios, phase_lit), dict(split))
+            formats.add(m.quant)
+    return Learned(llm_fit.learn_efficiency(ratios, phase_lit), dict(split), frozenset(formats))
 
 
 def _measured_for(ask: llm_fit.Ask, data: LlmData) -> dict[tuple[str, int], Measured]:
@@ -604,7 +609,8 @@ def _estimate(
         )
         reference = (eff.value * roof, eff.log_band, eff.log_band, eff.n)
     one, log_low, log_high, n = reference
-    if ask.phase != "train" and memory.split_for(ask.quant, ask.task) == "layer":
+    layer = memory.split_for(ask.quant, ask.task) == "layer"
+    if ask.phase != "train" and (layer or ask.quant.name in learned.split_formats):
         speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
     else:  # training: the framework's profile; tensor-parallel decode: as a fixed workload's
         s = scaling(

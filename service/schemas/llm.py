@@ -54,12 +54,14 @@ class MemoryAnswer(BaseModel):
     kv_bits: int
     weights_gb: float = Field(
         description="P x bits_per_weight / 8 (embeddings and lm_head at 2 bytes for formats that "
-        "keep them 16-bit: nf4, awq, gptq, int4); every expert of a MoE; / N GPUs."
+        "keep them 16-bit: nf4, awq, gptq, int4); every expert of a MoE; / N GPUs (split tensor), "
+        "x ceil(layers / N) / layers (split layer: the GPU holding the most layers)."
     )
     kv_cache_gb: float = Field(
         description="Inference: 2 x layers x ceil(kv_heads / N) x head_dim x kv_bits/8 x context "
         "x batch (grouped-query attention stores kv_heads, not heads); MLA: layers x "
-        "(kv_lora_rank + qk_rope_head_dim) x kv_bits/8 x context x batch. 0 for training."
+        "(kv_lora_rank + qk_rope_head_dim) x kv_bits/8 x context x batch; split layer: every "
+        "kv head of the busiest GPU's ceil(layers / N) layers. 0 for training."
     )
     activations_gb: float = Field(
         description="Inference: batch x min(context, 512) x (4 h + 2 i) x 2 bytes + batch x vocab "
@@ -82,5 +84,8 @@ class MemoryAnswer(BaseModel):
     )
     overhead_gb: float = Field(description="CUDA context and library workspaces: 0.5 GB per GPU.")
     total_gb: float = Field(description="Per GPU: the sum of the terms above.")
-    total_all_gpus_gb: float = Field(description="total_gb x gpus.")
+    total_all_gpus_gb: float = Field(
+        description="Over every GPU: total_gb x gpus (split tensor); weights and KV once plus "
+        "each GPU's activations and overhead (split layer)."
+    )
     trainable_params: float = Field(description="Parameters the task trains (0 for inference).")

@@ -45,7 +45,11 @@ class AnswerRow(BaseModel):
     perf_per_dollar: float | None = Field(
         description="units/s per USD of the current price; None when stale or unknown."
     )
-    count: int = Field(1, description="GPUs in the configuration (LLM asks: tensor-parallel).")
+    count: int = Field(
+        1,
+        description="GPUs in the configuration (LLM asks: the model split over them, by "
+        "layers for a GGUF file, tensor-parallel otherwise).",
+    )
     stack: str = Field("cuda", description="Software stack (cuda, rocm-instinct, ...).")
     status: str = Field("in_production", description="in_production, discontinued, datacenter_only")
     sold_as: str = Field("card", description="The unit a buyer purchases (card, hgx-8, ...).")

@@ -646,17 +646,24 @@ def test_llm_asks_share_one_fit_per_ask_shape_and_answer_as_if_computed_alone(
     assert len(computed) == 3 + len(asks)
 
 
-def test_a_model_split_over_gpus_decodes_as_its_runtime_splits_it(client):
+def test_a_model_split_over_gpus_decodes_as_its_runtime_splits_it(client, keys):
     """A GGUF file (llama.cpp) splits by layers: N GPUs decode one token no faster than one
     (the measured ratio where there is one); a bf16 model runs tensor-parallel (vLLM): each GPU
     streams 1/N of the weights, so bandwidth adds less the stated interconnect cost, as for a
-    fixed decode workload (domain/scaling.py tensor_parallel)."""
+    fixed decode workload (domain/scaling.py tensor_parallel). A format whose split is measured
+    (F16 files, split by llama.cpp in the corpus) takes the measured ratio."""
     from service.domain.scaling import tensor_parallel
 
+    wl = "llama-3-70b-f16-tg512"
+    post_results(client, keys, "nvidia-h100-pcie", wl, [6.0], "fp16")
+    post_results(client, keys, "nvidia-h100-pcie", wl, [5.4], "fp16", count=2)
     base = {"model": "llama-3.1-70b", "budget": 10**6, "limit": 50, "max_gpus": 8}
-    for quant, split in (("q4_k_m", "split:"), ("bf16", "tensor-parallel:")):
+    cases = (("q4_k_m", "split:"), ("bf16", "tensor-parallel:"), ("fp16", "split:learned"))
+    for quant, split in cases:
         rows = client.get("/recommend", params={**base, "quant": quant}).json()
-        several = [i for i in rows["recommendations"] if i["count"] > 1]
+        several = [
+            i for i in rows["recommendations"] if i["count"] > 1 and i["basis"] == "estimated"
+        ]
         assert several, quant
         for item in several:
             assert item["scaling_basis"].startswith(split), (quant, item["scaling_basis"])
@@ -667,3 +674,21 @@ def test_a_model_split_over_gpus_decodes_as_its_runtime_splits_it(client):
                 assert item["scaling_factor"] > 1
             else:
                 assert item["scaling_factor"] <= 1
+                if quant == "fp16":
+                    assert item["scaling_factor"] == pytest.approx(5.4 / 6.0)
+
+
+def test_memory_over_a_layer_split_counts_the_weights_once(client):
+    """/memory with a GGUF format over N GPUs: per GPU the busiest GPU's layers; over every
+    GPU the weights and KV once, plus each GPU's activations and overhead."""
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "context": 8192}
+    one = client.get("/memory", params=ask).json()
+    three = client.get("/memory", params={**ask, "gpus": 3}).json()
+    assert (one["split"], three["split"]) == ("layer", "layer")
+    assert three["weights_gb"] == pytest.approx(one["weights_gb"] * 27 / 80, abs=0.002)
+    each = three["activations_gb"] + three["overhead_gb"]
+    whole = one["weights_gb"] + one["kv_cache_gb"] + 3 * each
+    assert three["total_all_gpus_gb"] == pytest.approx(whole, abs=0.005)
+    tensor = client.get("/memory", params={**ask, "quant": "bf16", "gpus": 4}).json()
+    assert tensor["split"] == "tensor"
+    assert tensor["total_all_gpus_gb"] == pytest.approx(4 * tensor["total_gb"], abs=0.005)

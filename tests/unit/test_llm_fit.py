@@ -231,3 +231,13 @@ def test_the_memory_model_agrees_with_every_published_run_and_out_of_memory(
     cap = llm_fit.capacity_gb(memory_gb)
     needed = memory.gpus_needed(a.model, cap, gpus, context=context, **kwargs)
     assert (needed is not None) is ran
+
+
+def test_a_layer_split_asked_for_training_is_counted_as_memory_breakdown_counts_it():
+    """memory_breakdown splits training tensor-parallel whatever `split` says, so gpus_needed
+    keeps the heads rule there too: 3 GPUs never carry a 64-head model's LoRA."""
+    model, quant = llm.model("llama-3.1-70b"), llm.quantization("q4_k_m")
+    kwargs = {"task": "lora", "quant": quant, "context": 2048}
+    layer = memory.gpus_needed(model, llm_fit.capacity_gb(20), 8, split="layer", **kwargs)
+    assert layer == memory.gpus_needed(model, llm_fit.capacity_gb(20), 8, **kwargs)
+    assert layer is None or 64 % layer == 0
