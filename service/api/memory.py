@@ -77,12 +77,7 @@ def breakdown(
 def get_memory(q: Annotated[MemoryQuery, Depends(QueryModel(MemoryQuery))]) -> MemoryAnswer:
     spec, quant, result = breakdown(q)
     terms = result.as_gb()
-    split = memory.split_for(quant, q.task)
-    total_all = result.total_gb * q.gpus
-    if split == "layer" and q.gpus > 1:  # the busiest GPU's layers are not every GPU's
-        whole = breakdown(q.model_copy(update={"gpus": 1}))[2]
-        per_gpu = result.activations + result.overhead
-        total_all = (whole.weights + whole.kv_cache + q.gpus * per_gpu) / memory.GB
+    total_all = memory.total_over_gpus(spec, result) / memory.GB
     context = q.context or min(DEFAULT_CONTEXT, spec.max_context)
     return MemoryAnswer(
         model=spec.slug,
@@ -92,7 +87,7 @@ def get_memory(q: Annotated[MemoryQuery, Depends(QueryModel(MemoryQuery))]) -> M
         context=context,
         batch=q.batch,
         gpus=q.gpus,
-        split=split,
+        split=result.split,
         optimizer=q.optimizer,
         lora_rank=q.lora_rank,
         gradient_checkpointing=q.gradient_checkpointing,

@@ -148,6 +148,7 @@ class MemoryBreakdown:
     overhead: float
     trainable_params: float
     gpus: int
+    split: SplitMode = "tensor"
 
     @property
     def total(self) -> float:
@@ -401,7 +402,8 @@ def memory_breakdown(
     if task == "qlora" and quant.bits_per_weight >= 8:
         raise ValueError("qlora trains adapters on a 4-bit base; use lora for 16-bit weights")
 
-    if (split or split_for(quant, task)) == "layer" and task == "inference":
+    split = effective_split(split, quant, task)
+    if split == "layer":
         # the GPU holding the most layers holds their weights and KV, at full width
         share = layer_share(model, gpus)
         weights = weight_bytes(model, quant) * share
@@ -441,6 +443,7 @@ def memory_breakdown(
         overhead=OVERHEAD_BYTES,
         trainable_params=trainable,
         gpus=gpus,
+        split=split,
     )
 
 
@@ -499,10 +502,29 @@ def split_for(quant: Quantization | None, task: Task = "inference") -> SplitMode
     return "layer" if gguf and task == "inference" else "tensor"
 
 
+def effective_split(
+    split: SplitMode | None, quant: Quantization | None, task: Task = "inference"
+) -> SplitMode:
+    """The split memory is counted by: `split` (None: split_for the format), but a layer split
+    only for inference; training shards every layer whatever runtime is named."""
+    chosen = split or split_for(quant, task)
+    return chosen if task == "inference" else "tensor"
+
+
 def layer_share(model: ModelSpec, gpus: int) -> float:
     """The largest share of the layers one of `gpus` GPUs holds in a layer split: 80 layers
     over 3 GPUs put 27 on one (0.3375, not a third)."""
     return math.ceil(model.layers / max(1, min(gpus, model.layers))) / model.layers
+
+
+def total_over_gpus(model: ModelSpec, per_gpu: MemoryBreakdown) -> float:
+    """Bytes over all of per_gpu.gpus GPUs. A tensor split is N x the per-GPU total; in a
+    layer split per_gpu is the busiest GPU, so the weights and KV count once, whole, and each
+    GPU adds its own activations and overhead."""
+    if per_gpu.split == "layer" and per_gpu.gpus > 1:
+        whole = (per_gpu.weights + per_gpu.kv_cache) / layer_share(model, per_gpu.gpus)
+        return whole + per_gpu.gpus * (per_gpu.activations + per_gpu.overhead)
+    return per_gpu.total * per_gpu.gpus
 
 
 def gpus_needed(
@@ -511,9 +533,9 @@ def gpus_needed(
     """Fewest GPUs on which the per-GPU total fits; None when even max_gpus do not. Tensor
     parallelism needs the attention heads divisible by N; a layer split (kwargs' `split`, or
     split_for the format) takes any N up to the number of layers."""
-    task = kwargs.get("task", "inference")
-    split = kwargs.get("split") or split_for(kwargs.get("quant"), task)
-    split = split if task == "inference" else "tensor"  # as memory_breakdown counts it
+    split = effective_split(
+        kwargs.get("split"), kwargs.get("quant"), kwargs.get("task", "inference")
+    )
     for n in range(1, max_gpus + 1):
         if model.heads % n if split == "tensor" else n > model.layers:
             continue
