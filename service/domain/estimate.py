@@ -91,6 +91,7 @@ class Estimate:
     mad: float | None = None  # of the measured results, when measured
     band: float = 0.8  # nominal coverage of low..high
     frameworks: tuple[str, ...] = ()  # of the measured results, when measured (llm.c, pytorch)
+    stack_measured: bool = True  # False: no GPU of its stack measured at this phase of work
 
     @property
     def relative_error(self) -> float:

@@ -159,6 +159,11 @@ def _basis_phrase(config: Configuration, unit: str) -> str:
     likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
     model = config.candidate.estimate.model
     band = f"{config.candidate.estimate.band:.0%} band"
+    if not config.candidate.estimate.stack_measured:
+        band += (
+            f"; no {config.candidate.stack} GPU is measured on this kind of work, so its "
+            "software is taken as average and the band spans the spread between stacks"
+        )
     if model in ("nnls", "fit"):
         return f"estimated by a model fitted on {config.n} measured GPUs, {likely} ({band})"
     if model in ("shape-scaled", "spec-ratio"):

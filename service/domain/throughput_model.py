@@ -83,7 +83,13 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   residuals, as a card nobody measured would: kept in, a GPU alone in its group (an M1 Max, an
   Arc B580) was predicted with its own efficiency and its band was too narrow (shipped corpus,
   leave-one-GPU-out: median coverage 79.3% -> 80.0%, three workloads from 60-68% to 73-89%,
-  errors unchanged).
+  errors unchanged). A GPU whose stack has no data of the workload's phase in any suite (an
+  Intel card on training: the shipped corpus has none) gets the average stack term, 0, and its
+  band widens in quadrature by z x tau, tau the spread between the stacks that are measured at
+  that phase (tau^2 of the (stack, phase) level; on the shipped corpus 0.18 in log for
+  training, 0.20 for decode, 0.89 for prefill): the leave-one-out errors come from GPUs whose
+  stacks are measured and do not hold that uncertainty. The prediction says so
+  (`stack_measured`) and a recommendation's why names the stack.
 - Few data and nothing to borrow from (fewer than ``MIN_NNLS_GPUS`` GPUs, no other workload
   fitted): a stated prior shape, all work on the tensor unit (memory for a memory-bound
   workload), scaled to the data: a spec ratio.
@@ -279,6 +285,9 @@ class Prediction:
     model: str  # measured | nnls | shape-scaled | borrowed
     n: int  # results behind a measured value; measured GPUs behind an estimate
     band: float = NOMINAL_COVERAGE
+    # False: no GPU of this GPU's stack has data of the workload's phase, so its stack term is
+    # the assumed average and the band carries the spread between stacks (Efficiencies)
+    stack_measured: bool = True
 
 
 @dataclass(frozen=True)
@@ -315,6 +324,9 @@ class Efficiencies:
     without: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (stack, phase) pooled over every suite: for a suite without data of the stack
     stack_pooled: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    # phase -> variance of the stack terms between stacks (tau^2 of the (stack, phase) level):
+    # how far a stack never measured at that phase may sit from the assumed average
+    between_stacks: Mapping[str, float] = field(default_factory=dict)
 
     def power(self, spec: GpuSpec) -> float:
         return _power_term(spec, self.power_slope, self.power_center)
@@ -330,6 +342,17 @@ class Efficiencies:
             return self.log_multiplier(spec, kind, own=False)
         out = self.power(spec) + shared
         return min(max(out, -MAX_LOG_MULTIPLIER), MAX_LOG_MULTIPLIER) if math.isfinite(out) else 0.0
+
+    def stack_measured(self, stack: str, kind: str) -> bool:
+        """Whether any GPU of `stack` has data of the kind's phase, in any suite."""
+        return (stack, base_kind(kind)) in self.stack_pooled
+
+    def unmeasured_stack_half_width(self, stack: str, kind: str, z: float) -> float:
+        """Log half-width a band widens by (in quadrature) for a stack without data of the
+        kind's phase: z x the spread between the stacks that have some; 0 where measured."""
+        if self.stack_measured(stack, kind):
+            return 0.0
+        return z * math.sqrt(max(self.between_stacks.get(base_kind(kind), 0.0), 0.0))
 
     def stack_term(self, stack: str, kind: str) -> float:
         """The stack's term within the kind's suite where that has data, else pooled over
@@ -537,7 +560,32 @@ def pool_efficiencies(
     tau2 = max(0.0, float(np.mean(spread**2)) - noise_mean) if len(spread) > 1 else within
     for g in mean:
         own[g] = _shrink(after_group[g], count[g], tau2, within)
-    return Efficiencies(stack, group, own, slope, center, without, stack_pooled)
+    return Efficiencies(
+        stack,
+        group,
+        own,
+        slope,
+        center,
+        without,
+        stack_pooled,
+        _between_stacks(mean, count, pooled_of),
+    )
+
+
+def _between_stacks(
+    mean: Mapping[tuple[str, str], float],
+    count: Mapping[tuple[str, str], float],
+    pooled_of: Mapping[tuple[str, str], tuple[str, str]],
+) -> dict[str, float]:
+    """phase -> tau^2 of the (stack, phase) terms of that phase alone: a stack never measured
+    at a phase is a new group of that level, as far from the average as the measured stacks
+    are from each other (one stack measured: tau^2 = its within variance, as wide as the
+    noise)."""
+    out = {}
+    for phase in {p for _, p in pooled_of.values()}:
+        items = {g: v for g, v in mean.items() if pooled_of[g][1] == phase}
+        out[phase] = _variance_components(items, count, {g: pooled_of[g] for g in items})[1]
+    return out
 
 
 def _pooled_without_each_gpu(
@@ -644,6 +692,8 @@ class FittedModel:
         if not (math.isfinite(value) and value > 0):
             return None
         half = max(fit.half_width, z * self.noise.get(workload, DEFAULT_RELATIVE_NOISE))
+        kind = wl.efficiency_kind
+        half = math.hypot(half, self.efficiency.unmeasured_stack_half_width(spec.stack, kind, z))
         half = min(half, MAX_LOG_HALF_WIDTH) if math.isfinite(half) else MAX_LOG_HALF_WIDTH
         half = max(half, 1e-6)
         low, high = value * math.exp(-half), value * math.exp(half)
@@ -659,6 +709,7 @@ class FittedModel:
             fit.method,
             fit.n_gpus,
             self.coverage,
+            self.efficiency.stack_measured(spec.stack, kind),
         )
 
     def single_result_half_width(self, workload: str) -> float:

@@ -286,6 +286,7 @@ class EstimateModel:
                     self.inputs.frameworks.get((g.slug, spec.slug), ())
                     if p.basis == "measured"
                     else (),
+                    p.stack_measured,
                 )
             return out
         return _prior(self.inputs, workload, precision)

@@ -158,3 +158,25 @@ def test_rows_of_a_workload_created_later_are_seeded_then(db):
     # counted as invalid by the schema until then
     assert not later.skipped_workload
     assert later.stored + later.invalid + sum(later.skipped_gpu.values()) == len(rows)
+
+
+def test_why_says_when_no_gpu_of_the_stack_is_measured_on_that_kind_of_work(db, client):
+    """The shipped corpus has no training result of an Intel (oneapi) GPU: its training
+    estimate says its software is taken as average and its band is wider than a CUDA card's
+    of like spec; a stack with training results says nothing of the kind."""
+    seed(db)
+    params = {"budget": 5000, "workload": "resnet50-train", "limit": 50}
+    oneapi = client.get("/recommend", params=params | {"stack": "oneapi"}).json()
+    cuda = client.get("/recommend", params=params | {"stack": "cuda"}).json()
+    assert oneapi["recommendations"] and cuda["recommendations"]
+    phrase = "no oneapi GPU is measured on this kind of work"
+    assert all(phrase in r["why"] for r in oneapi["recommendations"] if r["basis"] != "measured")
+    assert not any("GPU is measured on this kind" in r["why"] for r in cuda["recommendations"])
+
+    def width(r: dict) -> float:
+        return r["throughput_high"] / r["throughput_low"]
+
+    cuda_estimates = [r for r in cuda["recommendations"] if r["basis"] == "estimated"]
+    assert cuda_estimates and min(map(width, oneapi["recommendations"])) > max(
+        map(width, cuda_estimates)
+    )

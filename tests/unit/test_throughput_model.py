@@ -414,3 +414,36 @@ def test_a_per_gpu_share_teaches_the_model_but_is_never_answered_as_measured() -
         assert p is not None and p.basis == "estimated"
         share = next(o for o in shared if o.gpu == "g3" and o.workload == w)
         assert p.low <= share.median * 1.06 and p.high >= share.median * 0.94
+
+
+def test_a_stack_never_measured_at_a_phase_gets_the_spread_between_stacks_in_its_band() -> None:
+    """Two stacks measured 0.6x apart in training; a third with no training result keeps the
+    average efficiency but its band widens by the spread between the measured stacks, and the
+    prediction says its stack is unmeasured. A measured stack's band is unchanged."""
+    gpus, wls, obs = world(10, seed=21, noise=0.02)
+    rocm = [dataclasses.replace(g, slug=f"r{g.slug}", stack="rocm") for g in gpus[:5]]
+    obs += [
+        dataclasses.replace(o, gpu=f"r{o.gpu}", median=o.median * 0.6)
+        for o in obs
+        if o.gpu in {g.slug for g in gpus[:5]}
+    ]
+    twin = gpus[0]
+    cold_cuda = dataclasses.replace(twin, slug="cold-cuda")
+    cold_oneapi = dataclasses.replace(twin, slug="cold-oneapi", stack="oneapi")
+    model = tm.fit([*gpus, *rocm, cold_cuda, cold_oneapi], wls, obs)
+    known, unknown = model.predict("cold-cuda", "conv"), model.predict("cold-oneapi", "conv")
+    assert known is not None and unknown is not None
+    assert known.stack_measured and not unknown.stack_measured
+    assert model.efficiency.between_stacks[""] > 0.01
+    width = math.log(unknown.high / unknown.low) / 2
+    known_width = math.log(known.high / known.low) / 2
+    spread = tm._z(0.8) * math.sqrt(model.efficiency.between_stacks[""])
+    assert width == pytest.approx(math.hypot(known_width, spread), rel=1e-6)
+    assert width > known_width
+
+
+def test_with_one_stack_measured_nothing_is_widened_for_it() -> None:
+    gpus, wls, obs = world(8, seed=22)
+    model = tm.fit(gpus, wls, obs[3:])
+    for p in model.predict_all().values():
+        assert p.stack_measured
