@@ -432,6 +432,8 @@ class LlmOption:
     scaling_basis: str
     source: str | None  # the workload a measured or workload-scaled value comes from
     replicas: int = 1  # > 1: independent copies of the model, each on count / replicas GPUs
+    # False: scaled from an estimate whose GPU's stack has no result of that kind of work
+    stack_measured: bool = True
 
     def as_option(self) -> llm_fit.Option:
         price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
@@ -540,8 +542,21 @@ def _options(
             speedup,
             scaling_basis,
             m.workload if m else _reference_source(kind, data, gpu.slug),
+            stack_measured=m is not None or _reference_stack_measured(kind, data, gpu.slug),
         )
     return list(out.values())
+
+
+def _reference_stack_measured(kind: str, data: LlmData, slug: str) -> bool:
+    """Whether the estimate a scaled value rests on has its GPU's stack measured at that kind
+    of work (Estimate.stack_measured); True for what rests on no such estimate."""
+    if kind == f"{TRAIN_REFERENCE}-scaled" and data.train_reference is not None:
+        e = data.train_reference.estimates.get(slug)
+    elif kind == "workload-scaled" and data.decode_reference is not None:
+        e = data.decode_reference.estimates.get(slug)
+    else:
+        return True
+    return e is None or e.stack_measured
 
 
 def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, float]:
@@ -759,6 +774,11 @@ def why(
         )
     else:
         source = f"estimated from specs alone (stated prior), likely {_fmt(o.low)}-{_fmt(o.high)}"
+    if not o.stack_measured:
+        source += (
+            f"; no {o.gpu.stack} GPU is measured on this kind of work, so its software is "
+            "taken as average and the band spans the spread between stacks"
+        )
     room = (
         f"room for context {o.headroom.max_context} at batch {ask.batch}, "
         f"batch {o.headroom.max_batch} at context {ask.context}"

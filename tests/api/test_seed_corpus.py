@@ -180,3 +180,14 @@ def test_why_says_when_no_gpu_of_the_stack_is_measured_on_that_kind_of_work(db, 
     assert cuda_estimates and min(map(width, oneapi["recommendations"])) > max(
         map(width, cuda_estimates)
     )
+
+
+def test_a_model_ask_says_when_its_training_estimate_rests_on_an_unmeasured_stack(db, client):
+    seed(db)
+    params = {"budget": 3000, "model": "llama-3.1-8b", "task": "qlora", "limit": 50}
+    oneapi = client.get("/recommend", params=params | {"stack": "oneapi"}).json()
+    cuda = client.get("/recommend", params=params | {"stack": "cuda"}).json()
+    assert oneapi["recommendations"] and cuda["recommendations"]
+    phrase = "no oneapi GPU is measured on this kind of work"
+    assert all(phrase in r["why"] for r in oneapi["recommendations"])
+    assert not any("GPU is measured on this kind" in r["why"] for r in cuda["recommendations"])
