@@ -112,6 +112,14 @@ def budget_extra_usd(
     return extra_platform_usd(platforms, count)
 
 
+def per_watt(throughput: float, tdp_w: float | None, count: int) -> float | None:
+    """Throughput per watt of the GPUs' TDP (the guide's "per watt" beside "per dollar"); the
+    host is not counted, as no default host draw is sourced. None without a stated TDP."""
+    if tdp_w is None or not tdp_w > 0 or count < 1:
+        return None
+    return throughput / (tdp_w * count)
+
+
 def tco(price: float, platform: float, energy: float, resale: float) -> float:
     """The sum, in one place so every answer adds up the same way."""
     return price + platform + energy - resale

@@ -16,7 +16,7 @@ from service.domain.tco import (
     power_notes,
 )
 from service.read_model.ownership import CloudOffer, OwnershipData
-from service.schemas.rankings import AnswerRow, Recommendation
+from service.schemas.rankings import AnswerRow, RankingItem, Recommendation
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,11 @@ def fits_power(
 def cost_key(row: AnswerRow) -> tuple[bool, float, str]:
     """Order by cost of ownership per unit of work, rows without one last (/rankings)."""
     return row.cost_per_million_units is None, row.cost_per_million_units or 0.0, row.gpu
+
+
+def per_watt_key(row: RankingItem) -> tuple[bool, float, str]:
+    """Order by throughput per watt of TDP, rows without a TDP last (/rankings)."""
+    return row.perf_per_watt is None, -(row.perf_per_watt or 0.0), row.gpu
 
 
 def ranked_by_cost(items: list[Recommendation], limit: int, per: str) -> list[Recommendation]:

@@ -63,10 +63,17 @@ from service.domain.prices import (
     shown_price,
 )
 from service.domain.scaling import ProfileKey, scaling
-from service.domain.tco import CostSettings, budget_extra_usd
+from service.domain.tco import CostSettings, budget_extra_usd, per_watt
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
-from service.read_model.costing import Costed, cost_key, costed, fits_power, ranked_by_cost
+from service.read_model.costing import (
+    Costed,
+    cost_key,
+    costed,
+    fits_power,
+    per_watt_key,
+    ranked_by_cost,
+)
 from service.read_model.estimates import estimate_model, estimates_for
 from service.read_model.memo import bounded
 from service.read_model.ownership import OwnershipData, load_ownership
@@ -853,6 +860,7 @@ def _row_fields(o: LlmOption) -> dict[str, Any]:
         "status": o.gpu.status,
         "sold_as": o.gpu.sold_as,
         "unit_gpus": o.gpu.unit_gpus,
+        "perf_per_watt": per_watt(o.throughput, o.gpu.tdp_w, o.count),
     }
 
 
@@ -1129,6 +1137,8 @@ def ranking_rows(
         )
     if sort == "perf_per_dollar":
         rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
+    elif sort == "perf_per_watt":
+        rows.sort(key=per_watt_key)
     elif sort == "tco":
         rows.sort(key=cost_key)
     for rank, row in enumerate(rows, 1):

@@ -20,9 +20,9 @@ from service.domain.recommend import (
     why_lead,
     within_budget,
 )
-from service.domain.tco import CostSettings, budget_extra_usd
+from service.domain.tco import CostSettings, budget_extra_usd, per_watt
 from service.domain.vocabulary import ConditionChoice, Mode
-from service.read_model.costing import cost_key, fits_power, ranked_by_cost
+from service.read_model.costing import cost_key, fits_power, per_watt_key, ranked_by_cost
 from service.read_model.snapshot import Snapshot
 from service.schemas.rankings import (
     PriceInfo,
@@ -112,6 +112,7 @@ def ranking_rows(
                 relative_performance=snapshot.relative(e.value),
                 price=price_info(c, snapshot),
                 perf_per_dollar=e.value / c.price.usd if c.price else None,
+                perf_per_watt=per_watt(e.value, c.tdp_w, 1),
                 **_availability(c),
                 **cost_fields,
             )
@@ -120,6 +121,8 @@ def ranking_rows(
         rows.sort(key=cost_key)
     elif sort == "performance":
         rows.sort(key=lambda r: (-r.throughput, r.gpu))
+    elif sort == "perf_per_watt":
+        rows.sort(key=per_watt_key)
     else:
         rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
     for rank, row in enumerate(rows, start=1):
@@ -295,6 +298,7 @@ def _row_template(
         why=f"{why_body(config, unit, reference, extra(config))} {cost_sentence}".strip(),
         **_availability(cand),
         band=cand.estimate.band,
+        perf_per_watt=per_watt(config.throughput, cand.tdp_w, config.count),
         frameworks=list(config.frameworks),
         **cost_fields,
     )

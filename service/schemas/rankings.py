@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 from service.domain.vocabulary import Basis, Condition, ConditionChoice, Mode, Precision
 
-RankingSort = Literal["performance", "perf_per_dollar", "tco"]
+RankingSort = Literal["performance", "perf_per_dollar", "perf_per_watt", "tco"]
 RecommendSort = Literal["performance", "tco"]
 
 
@@ -89,6 +89,11 @@ def _frameworks() -> list[str]:
 class RankingItem(AnswerRow):
     mad: float | None
     price: PriceInfo | None
+    perf_per_watt: float | None = Field(
+        None,
+        description="Throughput per watt of TDP of the `count` GPUs (units/s per W; the host not "
+        "counted); None without a stated TDP.",
+    )
     frameworks: list[str] = _frameworks()
 
 
@@ -128,6 +133,11 @@ class Recommendation(AnswerRow):
         "model= asks: split:learned@<n> | split:assumed | independent:<copies>x<gpus per copy>"
     )
     why: str
+    perf_per_watt: float | None = Field(
+        None,
+        description="Throughput per watt of TDP of the `count` GPUs (units/s per W; the host not "
+        "counted); None without a stated TDP.",
+    )
     frameworks: list[str] = _frameworks()
 
 

@@ -192,6 +192,34 @@ def test_condition_and_price_observations(client, keys):
     assert "nvidia-rtx-3090" not in {r["gpu"] for r in new["recommendations"]}  # $1,499 new
 
 
+def test_rankings_sort_by_perf_per_watt_of_tdp(client):
+    """Throughput per watt of TDP, highest first, GPUs without a stated TDP last; for a model
+    ask the TDP is that of every GPU the model is split over."""
+    gpus = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
+    body = client.get("/rankings", params={"sort": "perf_per_watt"}).json()
+    assert body["sort"] == "perf_per_watt"
+    rows = body["items"]
+    for r in rows:
+        tdp = gpus[r["gpu"]]["tdp_w"]
+        expected = r["throughput"] / tdp if tdp else None
+        assert r["perf_per_watt"] == (pytest.approx(expected) if expected else None)
+    ppw = [r["perf_per_watt"] for r in rows if r["perf_per_watt"] is not None]
+    assert len(ppw) > 10 and ppw == sorted(ppw, reverse=True)
+    known = [i for i, r in enumerate(rows) if r["perf_per_watt"] is not None]
+    assert all(i < len(known) for i in known)  # unknown TDPs only after every known one
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "sort": "perf_per_watt"}
+    llm = client.get("/rankings", params=ask).json()["items"]
+    split = [r for r in llm if r["count"] > 1 and r["perf_per_watt"] is not None]
+    assert split
+    for r in split:
+        assert r["perf_per_watt"] == pytest.approx(
+            r["throughput"] / (gpus[r["gpu"]]["tdp_w"] * r["count"])
+        )
+    offered = client.get("/recommend", params={"budget": 5000, "limit": 5}).json()
+    for r in offered["recommendations"]:
+        assert r["perf_per_watt"] == pytest.approx(r["throughput"] / r["tdp_w"])
+
+
 def test_csv_and_json_agree(client):
     params = {"budget": 3000, "workload": "resnet50-train", "limit": 10}
     js = client.get("/recommend", params=params).json()["recommendations"]
@@ -205,6 +233,7 @@ def test_csv_and_json_agree(client):
         assert int(c["count"]) == j["count"] and c["why"] == j["why"]
     ranked = client.get("/rankings", headers={"Accept": "text/csv"})
     assert ranked.text.splitlines()[0].startswith("rank,gpu,name,memory_gb,throughput")
+    assert ranked.text.splitlines()[0].endswith(",price_stale,perf_per_watt,frameworks")
     assert len(ranked.text.splitlines()) - 1 == len(client.get("/rankings").json()["items"])
     gpus_csv = client.get("/gpus", params={"format": "csv", "limit": 500}).text
     gpus_json = client.get("/gpus", params={"limit": 500}).json()["items"]

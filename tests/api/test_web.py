@@ -42,7 +42,8 @@ def test_front_page_has_a_labelled_get_form_and_accessible_charts(client):
     assert {"electricity_usd_per_kwh", "resale", "max_power_w", "platform_usd"} <= names
     assert all(a.get("id") in labelled for a in fields), "every field has a <label for=...>"
     charts = page.all("svg", role="img")
-    assert len(charts) >= 3
+    assert len(charts) >= 4
+    assert "Performance per watt" in response.text and "per W of TDP" in response.text
     for chart in charts:
         title_id, desc_id = chart["aria-labelledby"].split()
         assert page.all("title", id=title_id) and page.all("desc", id=desc_id)

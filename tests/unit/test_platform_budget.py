@@ -2,7 +2,7 @@
 
 import pytest
 
-from service.domain.tco import PlatformCost, extra_platform_usd, platform_for
+from service.domain.tco import PlatformCost, extra_platform_usd, per_watt, platform_for
 
 BOXES = {
     1: PlatformCost(1, 865.0, 850, "pc"),
@@ -33,3 +33,9 @@ def test_extra_unknown_without_a_box_or_a_pc():
     assert extra_platform_usd(BOXES, 6) is None
     assert extra_platform_usd({4: BOXES[4]}, 2) is None  # no one-GPU PC to compare with
     assert extra_platform_usd({}, 1) == 0.0
+
+
+def test_per_watt_counts_every_gpu_and_needs_a_stated_tdp() -> None:
+    assert per_watt(900.0, 450.0, 1) == 2.0
+    assert per_watt(900.0, 450.0, 2) == 1.0  # two cards draw twice the TDP
+    assert per_watt(900.0, None, 1) is None and per_watt(900.0, 0.0, 1) is None

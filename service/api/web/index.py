@@ -20,9 +20,9 @@ def charts_for(
     rows: list[RankingItem], unit: str, costs: CostQuery, workload: str, reference: str = ""
 ) -> list[str]:
     """Relative performance, performance per dollar (units/s per USD, the unit of every
-    answer), and cost per million units over the horizon: the top GPUs of each (estimated and
-    measured alike; the table says which). The reference GPU's bar is drawn in red, as the
-    guide marks its reference."""
+    answer), performance per watt of TDP, and cost per million units over the horizon: the
+    top GPUs of each (estimated and measured alike; the table says which). The reference
+    GPU's bar is drawn in red, as the guide marks its reference."""
 
     def _bar(row: RankingItem, value: float, text: str) -> Bar:
         return Bar(row.name, value, text, href=f"/gpu/{row.gpu}", highlight=row.gpu == reference)
@@ -39,6 +39,10 @@ def charts_for(
     dollar_bars = [
         _bar(r, r.perf_per_dollar or 0, f"{fmt(r.perf_per_dollar)} per USD") for r in per_dollar
     ]
+    per_watt = sorted(
+        (r for r in rows if r.perf_per_watt is not None), key=lambda r: -(r.perf_per_watt or 0)
+    )[:TOP]
+    watt_bars = [_bar(r, r.perf_per_watt or 0, f"{fmt(r.perf_per_watt)} per W") for r in per_watt]
     cheapest = sorted(
         (r for r in rows if r.cost_per_million_units is not None),
         key=lambda r: r.cost_per_million_units or 0,
@@ -64,6 +68,12 @@ def charts_for(
             dollar_bars,
             "Most throughput per dollar first: "
             + "; ".join(f"{b.label} {b.text}" for b in dollar_bars[:5]),
+        ),
+        bar_chart(
+            f"Performance per watt, {workload} ({unit} per W of TDP)",
+            watt_bars,
+            "Most throughput per watt of board power first: "
+            + "; ".join(f"{b.label} {b.text}" for b in watt_bars[:5]),
         ),
         bar_chart(
             f"Cost per million {noun} over {horizon} (lower is better)",
