@@ -933,7 +933,12 @@ def recommendation_rows(
         rows = ranked_by_cost(rows, limit, "million tokens")
     if rows:
         return rows, None
-    return rows, hint(ask, fitting, limits, data) + smaller_quant(ask, data, limits, framework)
+    return rows, (
+        hint(ask, fitting, limits, data)
+        + smaller_quant(ask, data, limits, framework)
+        + other_asks(ask, data, limits, framework)
+        + older_price(ask, data, limits, framework, fitting)
+    )
 
 
 def _costed(o: LlmOption, total: float, data: LlmData, costs: CostSettings) -> Costed:
@@ -1059,6 +1064,89 @@ def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: st
                 f"${cost:,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis})"
             )
     return "".join(offers)
+
+
+MAX_GPUS = 8  # the most /recommend takes (schemas/queries.py)
+
+
+def _best_within(
+    ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str
+) -> LlmOption | None:
+    """What /recommend would answer first for `ask` within `limits` (ordered by throughput),
+    or None."""
+    affordable = _affordable(_offered(ask, data, limits, framework), data, limits)
+    found = ranked(_undominated(affordable, data, limits.costs))
+    return found[0] if found else None
+
+
+def _offer(words: str, best: LlmOption, data: LlmData, limits: Limits) -> str:
+    extra = platform_extra(best, data, limits.costs)
+    cost = _cost(best, data, limits.costs)
+    box = "" if extra is not None else f"; GPUs only: no sourced box holds {best.count}"
+    return (
+        f"; {words} {best.count} x {best.gpu.slug} is within ${limits.budget:,.0f} at "
+        f"${cost:,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis}{box})"
+    )
+
+
+def other_asks(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> str:
+    """For an empty answer, the other asks that something within the budget runs: QLoRA for a
+    LoRA or full fine-tuning ask in bf16 (a 4-bit base takes a quarter of the weights' memory,
+    the usual way to fine-tune a 70B model on 24 GB cards; same training precision, so the
+    same data), and up to MAX_GPUS GPUs when fewer were allowed. '' when neither helps."""
+    offers = []
+    nf4 = llm.quantization("nf4")
+    bf16_training = ask.task in ("lora", "full-finetune")
+    if bf16_training and ask.quant.compute_precision == nf4.compute_precision:
+        lighter = replace(ask, task="qlora", quant=nf4)
+        best = _best_within(lighter, data, limits, framework)
+        if best is not None:
+            need = lighter.breakdown(1).total_gb
+            offers.append(_offer(f"with task=qlora ({need:.1f} GB on one GPU)", best, data, limits))
+    if limits.max_gpus < MAX_GPUS:
+        best = _best_within(ask, data, replace(limits, max_gpus=MAX_GPUS), framework)
+        if best is not None and best.count > limits.max_gpus:
+            offers.append(_offer(f"with max_gpus={MAX_GPUS}", best, data, limits))
+    return "".join(offers)
+
+
+def older_price(
+    ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, fitting: list[LlmOption]
+) -> str:
+    """'; at an older price (allow_stale=true) ...' when a GPU whose newest price is a street
+    or used price older than the freshness window would cost less than the cheapest with a
+    current one: an empty answer should not hide what allow_stale=true would rank. An old
+    MSRP is not offered (allow_stale does not use it: prices.current_price). '' otherwise,
+    and when stale prices are already allowed (they are then current)."""
+
+    def usable(o: LlmOption) -> bool:
+        return limits.fast_enough(o) and limits.within_power(o)
+
+    current = [_cost(o, data, limits.costs) for o in fitting if o.gpu.price and usable(o)]
+    every = options(ask, data, limits.max_gpus, framework, False, limits.pool)
+    stale = [
+        o
+        for o in every
+        if o.gpu.price is None
+        and o.gpu.shown_price is not None
+        and o.gpu.shown_price.condition in ("new", "used")
+        and usable(o)
+    ]
+
+    def cost(o: LlmOption) -> float:
+        assert o.gpu.shown_price is not None
+        return o.gpu.shown_price.usd * o.count + (platform_extra(o, data, limits.costs) or 0.0)
+
+    best = min(stale, key=lambda o: (cost(o), o.gpu.slug), default=None)
+    if best is None or (current and cost(best) >= min(current)):
+        return ""
+    p = best.gpu.shown_price
+    assert p is not None
+    within = ", within the budget" if cost(best) <= limits.budget else ""
+    return (
+        f"; at an older price (allow_stale=true) {best.count} x {best.gpu.slug} costs "
+        f"${cost(best):,.0f}{within} ({p.condition} price of {p.observed_at}, {p.source})"
+    )
 
 
 def _pool_words(pool: Pool) -> str:

@@ -1,5 +1,6 @@
 """Freshness, availability and stack rules through the API, on the configured database."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -113,3 +114,38 @@ def test_model_asks_rank_at_a_stale_price_only_with_allow_stale(fresh_client, ke
     assert item["price"]["usd"] == 500 and item["price"]["stale"]
     assert item["price"]["age_days"] == 400
     assert item["perf_per_dollar"] is None and item["tco_usd"] is None
+
+
+def test_an_empty_fine_tuning_answer_names_qlora_and_more_gpus_as_recommend_answers_them(
+    fresh_client,
+):
+    """LoRA of a 70B model fits nothing within $20,000 on up to 4 GPUs; the hint names what
+    QLoRA, and 8 GPUs, would buy, and each is what /recommend answers first when asked so."""
+
+    ask = {"model": "llama-3.1-70b", "task": "lora", "budget": 20000}
+    empty = fresh_client.get("/recommend", params=ask).json()
+    assert not empty["recommendations"]
+    hint = empty["hint"]
+    qlora = re.search(r"with task=qlora \([\d.]+ GB on one GPU\) (\d+) x ([a-z0-9.-]+)", hint)
+    wider = re.search(r"with max_gpus=8 (\d+) x ([a-z0-9.-]+)", hint)
+    assert qlora and wider, hint
+    for extra, found in (({"task": "qlora"}, qlora), ({"max_gpus": 8}, wider)):
+        first = fresh_client.get("/recommend", params=ask | extra).json()["recommendations"][0]
+        assert (first["count"], first["gpu"]) == (int(found[1]), found[2])
+    assert int(wider[1]) > 4
+
+
+def test_an_empty_answer_names_a_cheaper_gpu_at_an_older_price(fresh_client, keys):
+    """A 48 GB card whose only price is a year-old used listing below anything current: the
+    empty answer says allow_stale=true would offer it, and allow_stale=true does."""
+    _price(fresh_client, keys.auth(keys.admin), "nvidia-rtx-a6000", 300, "used", 400)
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "budget": 400, "max_gpus": 1}
+    empty = fresh_client.get("/recommend", params=ask).json()
+    assert not empty["recommendations"]
+    assert (
+        "at an older price (allow_stale=true) 1 x nvidia-rtx-a6000 costs $300, within the "
+        "budget (used price of"
+    ) in empty["hint"]
+    loose = fresh_client.get("/recommend", params=ask | {"allow_stale": True}).json()
+    assert loose["recommendations"][0]["gpu"] == "nvidia-rtx-a6000"
+    assert "older price" not in (loose["hint"] or "")
