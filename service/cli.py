@@ -382,7 +382,7 @@ def render_recommendations(body: dict[str, Any]) -> str:
     )
     if not body["recommendations"]:
         return f"{head}\nno configuration fits: {body['hint']}"
-    rows = [("#", "GPUs", "total $", body["unit"], "vs ref", "per USD", "price", "basis")]
+    rows = [("#", "GPUs", "total $", body["unit"], "vs ref", "per USD", "per W", "price", "basis")]
     for r in body["recommendations"]:
         gpus = r["gpu"] if r["count"] == 1 else f"{r['count']} x {r['gpu']}"
         rel = f"{r['relative_performance']:.2f}" if r["relative_performance"] else "-"
@@ -394,6 +394,7 @@ def render_recommendations(body: dict[str, Any]) -> str:
                 f"{r['throughput']:,.0f}",
                 rel,
                 _figure(r["perf_per_dollar"]),
+                _figure(r["perf_per_watt"]) if r.get("perf_per_watt") is not None else "-",
                 _price_origin(r["unit_price"]),
                 r["basis"] if r["basis"] == "estimated" else f"measured n={r['n']}",
             )
