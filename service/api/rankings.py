@@ -25,7 +25,8 @@ CSV_COLUMNS = columns_for(RankingItem)
     "/rankings",
     response_model=Rankings,
     responses={200: {"content": {"text/csv": {}}}, 404: {"model": Problem}},
-    summary="Rank GPUs for a workload by throughput or throughput per dollar",
+    summary="Rank GPUs for a workload or model by throughput, per dollar, per watt or cost of "
+    "ownership",
 )
 @http_cached
 async def rankings(

@@ -84,11 +84,13 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   Arc B580) was predicted with its own efficiency and its band was too narrow (shipped corpus,
   leave-one-GPU-out: median coverage 79.3% -> 80.0%, three workloads from 60-68% to 73-89%,
   errors unchanged). A GPU whose stack has no data of the workload's phase in any suite (an
-  Intel card on training: the shipped corpus has none) gets the average stack term, 0, and its
-  band widens in quadrature by z x tau, tau the spread between the stacks that are measured at
-  that phase (tau^2 of the (stack, phase) level; on the shipped corpus 0.18 in log for
-  training, 0.20 for decode, 0.89 for prefill): the leave-one-out errors come from GPUs whose
-  stacks are measured and do not hold that uncertainty. The prediction says so
+  Intel card on training or any other workload without a phase: the shipped corpus has none)
+  gets the stack term 0, and its band widens in quadrature by z x s, s^2 the expected squared
+  distance of a stack's term from 0 at that phase (tau^2 of the (stack, phase) level plus the
+  square of the stacks' mean term: CUDA sits near 0 and both ROCm stacks near -0.3; on the
+  shipped corpus s is 0.23 in log without a phase, 0.23 for decode, 0.92 for prefill): the
+  leave-one-out errors come from GPUs whose stacks are measured and do not hold that
+  uncertainty. The prediction says so
   (`stack_measured`) and a recommendation's why names the stack.
 - Few data and nothing to borrow from (fewer than ``MIN_NNLS_GPUS`` GPUs, no other workload
   fitted): a stated prior shape, all work on the tensor unit (memory for a memory-bound
@@ -324,8 +326,9 @@ class Efficiencies:
     without: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (stack, phase) pooled over every suite: for a suite without data of the stack
     stack_pooled: Mapping[tuple[str, str], float] = field(default_factory=dict)
-    # phase -> variance of the stack terms between stacks (tau^2 of the (stack, phase) level):
-    # how far a stack never measured at that phase may sit from the assumed average
+    # phase -> expected squared distance from 0 of a stack term at that phase (tau^2 of the
+    # (stack, phase) level + their mean squared): how far a stack never measured at that
+    # phase may sit from the 0 it is given
     between_stacks: Mapping[str, float] = field(default_factory=dict)
 
     def power(self, spec: GpuSpec) -> float:
@@ -577,14 +580,17 @@ def _between_stacks(
     count: Mapping[tuple[str, str], float],
     pooled_of: Mapping[tuple[str, str], tuple[str, str]],
 ) -> dict[str, float]:
-    """phase -> tau^2 of the (stack, phase) terms of that phase alone: a stack never measured
-    at a phase is a new group of that level, as far from the average as the measured stacks
-    are from each other (one stack measured: tau^2 = its within variance, as wide as the
-    noise)."""
+    """phase -> the expected squared distance of a new stack's term from 0, the term a stack
+    never measured at that phase gets: tau^2 of the (stack, phase) terms of that phase alone
+    plus the square of their mean (stacks sit around their mean, not around 0: on the shipped
+    corpus CUDA is near 0 and both ROCm stacks near -0.3, mean -0.19). One stack measured:
+    tau^2 = its within variance, as wide as the noise."""
     out = {}
     for phase in {p for _, p in pooled_of.values()}:
         items = {g: v for g, v in mean.items() if pooled_of[g][1] == phase}
-        out[phase] = _variance_components(items, count, {g: pooled_of[g] for g in items})[1]
+        terms, tau2, _ = _variance_components(items, count, {g: pooled_of[g] for g in items})
+        centre = float(np.mean(list(terms.values()))) if terms else 0.0
+        out[phase] = tau2 + centre * centre
     return out
 
 

@@ -209,6 +209,11 @@ def test_rankings_sort_by_perf_per_watt_of_tdp(client):
     assert all(i < len(known) for i in known)  # unknown TDPs only after every known one
     ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "sort": "perf_per_watt"}
     llm = client.get("/rankings", params=ask).json()["items"]
+    llm_ppw = [r["perf_per_watt"] for r in llm if r["perf_per_watt"] is not None]
+    assert llm_ppw == sorted(llm_ppw, reverse=True)
+    assert [r["perf_per_watt"] is None for r in llm] == sorted(
+        r["perf_per_watt"] is None for r in llm
+    )
     split = [r for r in llm if r["count"] > 1 and r["perf_per_watt"] is not None]
     assert split
     for r in split:

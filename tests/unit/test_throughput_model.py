@@ -442,8 +442,21 @@ def test_a_stack_never_measured_at_a_phase_gets_the_spread_between_stacks_in_its
     assert width > known_width
 
 
-def test_with_one_stack_measured_nothing_is_widened_for_it() -> None:
-    gpus, wls, obs = world(8, seed=22)
-    model = tm.fit(gpus, wls, obs[3:])
-    for p in model.predict_all().values():
-        assert p.stack_measured
+def test_a_measured_stack_keeps_the_conformal_band() -> None:
+    """Every GPU of a stack measured at the phase: the band is the workload's conformal (or
+    noise) half-width, nothing added; a GPU of another stack at the same phase gets more
+    (with one stack measured, its spread is the stack's within variance: noise is needed)."""
+    gpus, wls, obs = world(8, seed=22, noise=0.05)
+    held = {"g0", "g1"}
+    stranger = dataclasses.replace(gpus[0], slug="stranger", stack="metal")
+    model = tm.fit([*gpus, stranger], wls, [o for o in obs if o.gpu not in held])
+    z = tm._z(model.coverage)
+    for g in held:
+        for w in WORK:
+            p = model.predict(g, w)
+            assert p is not None and p.basis == "estimated" and p.stack_measured
+            expected = max(model.fits[w].half_width, z * model.noise[w])
+            assert math.log(p.high / p.value) == pytest.approx(expected, rel=1e-9)
+    p = model.predict("stranger", "conv")
+    assert p is not None and not p.stack_measured
+    assert math.log(p.high / p.value) > max(model.fits["conv"].half_width, z * model.noise["conv"])
