@@ -98,6 +98,15 @@ class Estimate:
         return (self.high - self.low) / (2 * self.value) if self.value else 0.0
 
 
+def unmeasured_stack_note(stack: str) -> str:
+    """What a why adds for an estimate whose stack has no result of that kind of work
+    (Estimate.stack_measured False): fixed workloads and model asks say it alike."""
+    return (
+        f"no {stack} GPU is measured on this kind of work, so its software is taken as "
+        "average and the band spans the spread between stacks"
+    )
+
+
 @dataclass(frozen=True)
 class WorkloadShape:
     """What the estimator needs of a workload (the table row is service.models.Workload)."""

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from service.domain.availability import Availability, purchase_counts
-from service.domain.estimate import Estimate
+from service.domain.estimate import Estimate, unmeasured_stack_note
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
 from service.domain.vocabulary import Measurement
@@ -160,10 +160,7 @@ def _basis_phrase(config: Configuration, unit: str) -> str:
     model = config.candidate.estimate.model
     band = f"{config.candidate.estimate.band:.0%} band"
     if not config.candidate.estimate.stack_measured:
-        band += (
-            f"; no {config.candidate.stack} GPU is measured on this kind of work, so its "
-            "software is taken as average and the band spans the spread between stacks"
-        )
+        band += "; " + unmeasured_stack_note(config.candidate.stack)
     if model in ("nnls", "fit"):
         return f"estimated by a model fitted on {config.n} measured GPUs, {likely} ({band})"
     if model in ("shape-scaled", "spec-ratio"):

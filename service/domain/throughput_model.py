@@ -90,8 +90,8 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   square of the stacks' mean term: CUDA sits near 0 and both ROCm stacks near -0.3; on the
   shipped corpus s is 0.23 in log without a phase, 0.23 for decode, 0.92 for prefill): the
   leave-one-out errors come from GPUs whose stacks are measured and do not hold that
-  uncertainty. The prediction says so
-  (`stack_measured`) and a recommendation's why names the stack.
+  uncertainty. The prediction says so (`stack_measured`) and a recommendation's why names
+  the stack.
 - Few data and nothing to borrow from (fewer than ``MIN_NNLS_GPUS`` GPUs, no other workload
   fitted): a stated prior shape, all work on the tensor unit (memory for a memory-bound
   workload), scaled to the data: a spec ratio.
@@ -350,11 +350,10 @@ class Efficiencies:
         """Whether any GPU of `stack` has data of the kind's phase, in any suite."""
         return (stack, base_kind(kind)) in self.stack_pooled
 
-    def unmeasured_stack_half_width(self, stack: str, kind: str, z: float) -> float:
+    def unmeasured_stack_half_width(self, kind: str, z: float) -> float:
         """Log half-width a band widens by (in quadrature) for a stack without data of the
-        kind's phase: z x the spread between the stacks that have some; 0 where measured."""
-        if self.stack_measured(stack, kind):
-            return 0.0
+        kind's phase (stack_measured False): z x the expected distance of a stack's term from
+        the 0 it gets (between_stacks)."""
         return z * math.sqrt(max(self.between_stacks.get(base_kind(kind), 0.0), 0.0))
 
     def stack_term(self, stack: str, kind: str) -> float:
@@ -699,7 +698,9 @@ class FittedModel:
             return None
         half = max(fit.half_width, z * self.noise.get(workload, DEFAULT_RELATIVE_NOISE))
         kind = wl.efficiency_kind
-        half = math.hypot(half, self.efficiency.unmeasured_stack_half_width(spec.stack, kind, z))
+        stack_measured = self.efficiency.stack_measured(spec.stack, kind)
+        if not stack_measured:
+            half = math.hypot(half, self.efficiency.unmeasured_stack_half_width(kind, z))
         half = min(half, MAX_LOG_HALF_WIDTH) if math.isfinite(half) else MAX_LOG_HALF_WIDTH
         half = max(half, 1e-6)
         low, high = value * math.exp(-half), value * math.exp(half)
@@ -715,7 +716,7 @@ class FittedModel:
             fit.method,
             fit.n_gpus,
             self.coverage,
-            self.efficiency.stack_measured(spec.stack, kind),
+            stack_measured,
         )
 
     def single_result_half_width(self, workload: str) -> float:

@@ -103,6 +103,11 @@ def cost_key(row: AnswerRow) -> tuple[bool, float, str]:
     return row.cost_per_million_units is None, row.cost_per_million_units or 0.0, row.gpu
 
 
+def per_dollar_key(row: AnswerRow) -> tuple[bool, float, str]:
+    """Order by throughput per USD, unpriced rows last (/rankings)."""
+    return row.perf_per_dollar is None, -(row.perf_per_dollar or 0.0), row.gpu
+
+
 def per_watt_key(row: RankingItem) -> tuple[bool, float, str]:
     """Order by throughput per watt of TDP, rows without a TDP last (/rankings)."""
     return row.perf_per_watt is None, -(row.perf_per_watt or 0.0), row.gpu

@@ -53,7 +53,7 @@ from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.availability import platform_included
-from service.domain.estimate import Estimate
+from service.domain.estimate import Estimate, unmeasured_stack_note
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import (
     PriceObservation,
@@ -71,6 +71,7 @@ from service.read_model.costing import (
     cost_key,
     costed,
     fits_power,
+    per_dollar_key,
     per_watt_key,
     ranked_by_cost,
 )
@@ -80,6 +81,7 @@ from service.read_model.ownership import OwnershipData, load_ownership
 from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
 from service.read_model.snapshot_cache import SnapshotCache
+from service.schemas.queries import MAX_GPUS
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
 UNIT = "tokens/s"
@@ -782,10 +784,7 @@ def why(
     else:
         source = f"estimated from specs alone (stated prior), likely {_fmt(o.low)}-{_fmt(o.high)}"
     if not o.stack_measured:
-        source += (
-            f"; no {o.gpu.stack} GPU is measured on this kind of work, so its software is "
-            "taken as average and the band spans the spread between stacks"
-        )
+        source += "; " + unmeasured_stack_note(o.gpu.stack)
     room = (
         f"room for context {o.headroom.max_context} at batch {ask.batch}, "
         f"batch {o.headroom.max_batch} at context {ask.context}"
@@ -994,9 +993,13 @@ def _recommendation(
     )
 
 
-def _cost(o: LlmOption, data: LlmData, costs: CostSettings) -> float:
-    """What `o` costs within a budget: its cards plus the box several of them need."""
-    cards = o.gpu.price.usd * o.count if o.gpu.price else 0.0
+def _cost(
+    o: LlmOption, data: LlmData, costs: CostSettings, unit: PriceObservation | None = None
+) -> float:
+    """What `o` costs within a budget: its cards (at `unit`, else their current price) plus
+    the box several of them need."""
+    unit = unit or o.gpu.price
+    cards = unit.usd * o.count if unit else 0.0
     return cards + (platform_extra(o, data, costs) or 0.0)
 
 
@@ -1052,21 +1055,13 @@ def smaller_quant(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: st
         smaller = replace(ask, quant=quant)
         reference = data.reference_for(smaller) if data.reference_for else None
         as_asked = replace(data, decode_reference=reference)  # what /recommend would use
-        found = ranked(
-            _affordable(_offered(smaller, as_asked, limits, framework), as_asked, limits)
-        )
-        if found:
-            best = found[0]
-            cost = _cost(best, data, limits.costs)
+        best = _best_within(smaller, as_asked, limits, framework)
+        if best is not None:
+            need = smaller.breakdown(1).total_gb
             offers.append(
-                f"; with quant={quant.name} ({smaller.breakdown(1).total_gb:.1f} GB on one GPU) "
-                f"{best.count} x {best.gpu.slug} is within ${limits.budget:,.0f} at "
-                f"${cost:,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis})"
+                _offer(f"with quant={quant.name} ({need:.1f} GB on one GPU)", best, data, limits)
             )
     return "".join(offers)
-
-
-MAX_GPUS = 8  # the most /recommend takes (schemas/queries.py)
 
 
 def _best_within(
@@ -1134,8 +1129,7 @@ def older_price(
     ]
 
     def cost(o: LlmOption) -> float:
-        assert o.gpu.shown_price is not None
-        return o.gpu.shown_price.usd * o.count + (platform_extra(o, data, limits.costs) or 0.0)
+        return _cost(o, data, limits.costs, o.gpu.shown_price)
 
     best = min(stale, key=lambda o: (cost(o), o.gpu.slug), default=None)
     if best is None or (current and cost(best) >= min(current)):
@@ -1224,7 +1218,7 @@ def ranking_rows(
             )
         )
     if sort == "perf_per_dollar":
-        rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
+        rows.sort(key=per_dollar_key)
     elif sort == "perf_per_watt":
         rows.sort(key=per_watt_key)
     elif sort == "tco":

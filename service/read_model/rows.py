@@ -22,7 +22,13 @@ from service.domain.recommend import (
 )
 from service.domain.tco import CostSettings, budget_extra_usd, per_watt
 from service.domain.vocabulary import ConditionChoice, Mode
-from service.read_model.costing import cost_key, fits_power, per_watt_key, ranked_by_cost
+from service.read_model.costing import (
+    cost_key,
+    fits_power,
+    per_dollar_key,
+    per_watt_key,
+    ranked_by_cost,
+)
 from service.read_model.snapshot import Snapshot
 from service.schemas.rankings import (
     PriceInfo,
@@ -124,7 +130,7 @@ def ranking_rows(
     elif sort == "perf_per_watt":
         rows.sort(key=per_watt_key)
     else:
-        rows.sort(key=lambda r: (r.perf_per_dollar is None, -(r.perf_per_dollar or 0), r.gpu))
+        rows.sort(key=per_dollar_key)
     for rank, row in enumerate(rows, start=1):
         row.rank = rank
     return rows

@@ -14,6 +14,7 @@ from service.schemas.rankings import RecommendSort
 from service.schemas.tco import CostQuery
 
 MAX_BUDGET = 100_000_000
+MAX_GPUS = 8  # the most GPUs a /recommend configuration may have
 
 
 class RecommendQuery(CostQuery):
@@ -23,7 +24,7 @@ class RecommendQuery(CostQuery):
     workload: str | None = Field(None, max_length=64)
     precision: Precision | None = None
     min_memory_gb: float | None = Field(None, ge=0, le=10_000)
-    max_gpus: int = Field(4, ge=1, le=8)
+    max_gpus: int = Field(4, ge=1, le=MAX_GPUS)
     mode: Mode = "parallel"
     framework: str = Field("pytorch", min_length=1, max_length=32, pattern=r"^[a-z0-9_.+-]+$")
     condition: ConditionChoice = "any"

@@ -86,14 +86,18 @@ def _frameworks() -> list[str]:
     )
 
 
+def _perf_per_watt() -> float | None:
+    return Field(
+        None,
+        description="Throughput per watt of TDP of the `count` GPUs (units/s per W; the host not "
+        "counted); None without a stated TDP. After the other columns, before `frameworks`.",
+    )
+
+
 class RankingItem(AnswerRow):
     mad: float | None
     price: PriceInfo | None
-    perf_per_watt: float | None = Field(
-        None,
-        description="Throughput per watt of TDP of the `count` GPUs (units/s per W; the host not "
-        "counted); None without a stated TDP.",
-    )
+    perf_per_watt: float | None = _perf_per_watt()
     frameworks: list[str] = _frameworks()
 
 
@@ -133,11 +137,7 @@ class Recommendation(AnswerRow):
         "model= asks: split:learned@<n> | split:assumed | independent:<copies>x<gpus per copy>"
     )
     why: str
-    perf_per_watt: float | None = Field(
-        None,
-        description="Throughput per watt of TDP of the `count` GPUs (units/s per W; the host not "
-        "counted); None without a stated TDP.",
-    )
+    perf_per_watt: float | None = _perf_per_watt()
     frameworks: list[str] = _frameworks()
 
 
