@@ -155,7 +155,8 @@ def _fmt(value: float) -> str:
 def _basis_phrase(config: Configuration, unit: str) -> str:
     if config.basis == "measured":
         with_ = f" ({', '.join(config.frameworks)})" if config.frameworks else ""
-        return f"median of {config.n} accepted results{with_}"
+        results = "result" if config.n == 1 else "results"
+        return f"median of {config.n} accepted {results}{with_}"
     likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
     model = config.candidate.estimate.model
     band = f"{config.candidate.estimate.band:.0%} band"

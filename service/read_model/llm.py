@@ -439,7 +439,8 @@ class LlmOption:
     n: int
     speedup: float
     scaling_basis: str
-    source: str | None  # the workload a measured or workload-scaled value comes from
+    # a measured value's workload; for a scaled one, what it rests on (_reference_source)
+    source: str | None
     replicas: int = 1  # > 1: independent copies of the model, each on count / replicas GPUs
     # False: scaled from an estimate whose GPU's stack has no result of that kind of work
     stack_measured: bool = True
@@ -581,9 +582,9 @@ def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, flo
 
 
 def _reference_source(kind: str, data: LlmData, slug: str) -> str | None:
-    """What a scaled value rests on: 'llama-3-8b-q4_k_m-tg4096, median of 3 results on this
-    GPU', '..., fitted to 18 measured GPUs', or for llm-train with nothing measured on it, the
-    work per FLOP it borrows."""
+    """What a scaled value rests on: 'llama-3-8b-q4_k_m-tg4096 as measured on this GPU (median
+    of 3 results)', 'the throughput model's value for this GPU on ..., fitted to 18 measured
+    GPUs', or for llm-train with nothing measured on it, the work per FLOP it borrows."""
     if kind == "workload-scaled" and data.decode_reference is not None:
         workload, estimates = data.decode_reference.workload, data.decode_reference.estimates
     elif kind == f"{TRAIN_REFERENCE}-scaled" and data.train_reference is not None:
@@ -594,10 +595,15 @@ def _reference_source(kind: str, data: LlmData, slug: str) -> str | None:
     if e is None:
         return None
     if e.basis == "measured":
-        return f"{workload}, median of {e.n} results on this GPU"
+        return f"{workload} as measured on this GPU (median of {e.n} result{_plural(e.n)})"
+    model = f"the throughput model's value for this GPU on {workload}"
     if e.n:
-        return f"{workload}, fitted to {e.n} measured GPUs"
-    return f"{workload}, nothing measured on it: work per FLOP of measured training workloads"
+        return f"{model}, fitted to {e.n} measured GPUs"
+    return f"{model}, nothing measured on it: work per FLOP of measured training workloads"
+
+
+def _plural(n: int) -> str:
+    return "" if n == 1 else "s"
 
 
 def ranked(found: list[LlmOption]) -> list[LlmOption]:
@@ -763,10 +769,10 @@ def why(
         f"({o.gpu.memory_gb:g} GiB), {max(capacity - o.breakdown.total_gb, 0.0):.1f} GB spare"
     )
     if o.basis == "measured":
-        source = f"median of {o.n} measured results ({o.source})"
+        source = f"median of {o.n} measured result{_plural(o.n)} ({o.source})"
     elif o.model == "workload-scaled":
         source = (
-            f"estimated: the throughput model's value for this GPU on {o.source}, "
+            f"estimated: {o.source}, "
             f"scaled to context {ask.context} by the decode roofline, "
             f"likely {_fmt(o.low)}-{_fmt(o.high)}"
         )
@@ -778,8 +784,7 @@ def why(
         )
     elif o.model == f"{TRAIN_REFERENCE}-scaled":
         source = (
-            f"estimated: the throughput model's value for this GPU on {o.source}, "
-            f"scaled by FLOPs per token, likely {_fmt(o.low)}-{_fmt(o.high)}"
+            f"estimated: {o.source}, scaled by FLOPs per token, likely {_fmt(o.low)}-{_fmt(o.high)}"
         )
     else:
         source = f"estimated from specs alone (stated prior), likely {_fmt(o.low)}-{_fmt(o.high)}"

@@ -306,7 +306,8 @@ def test_training_asks_scale_the_llm_train_estimate_by_flops_per_token(client, k
     assert after["throughput"] == pytest.approx(measured * ratio, rel=1e-6)
     answer = client.get("/recommend", params={**ask, "budget": 10**6, "limit": 50}).json()
     why = next(i["why"] for i in answer["recommendations"] if i["gpu"] == gpu)
-    assert "on llm-train, median of 3 results on this GPU, scaled by FLOPs per token" in why
+    rests_on = "llm-train as measured on this GPU (median of 3 results)"
+    assert f"estimated: {rests_on}, scaled by FLOPs per token" in why
     assert after["throughput_low"] < after["throughput"] < after["throughput_high"]
 
 
@@ -407,7 +408,8 @@ def test_a_decode_ask_scales_the_throughput_models_estimate_of_its_workload(clie
     assert item["model"] == "workload-scaled"
     answer = client.get("/recommend", params={**ask, "budget": 10**6, "limit": 50}).json()
     why = next(i["why"] for i in answer["recommendations"] if i["gpu"] == gpu)
-    assert f"{workload}, fitted to 6 measured GPUs" in why
+    model = f"the throughput model's value for this GPU on {workload}"
+    assert f"estimated: {model}, fitted to 6 measured GPUs, scaled to context 6000" in why
     scale = roof(6000) / roof(2048)  # tg4096: 4096 generated tokens attend 2048 on average
     assert item["throughput"] == pytest.approx(reference["throughput"] * scale, rel=1e-6)
     assert item["throughput_low"] == pytest.approx(reference["throughput_low"] * scale, rel=1e-6)
