@@ -1183,14 +1183,15 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
             + (f" + {host:g} W host" if (host := limits.costs.host_power_w) else "")
         )
     cheapest = min(powered, key=lambda o: (_cost(o, data, limits.costs), o.gpu.slug))
-    assert cheapest.gpu.price is not None
+    p = cheapest.gpu.price
+    assert p is not None
     extra = platform_extra(cheapest, data, limits.costs)
     box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra else ""
     return (
         f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) is within "
         f"${limits.budget:,.0f}; the cheapest is {cheapest.count} x {cheapest.gpu.slug} at "
-        f"${cheapest.gpu.price.usd * cheapest.count:,.0f}{box} ({cheapest.gpu.price.source}, "
-        f"{cheapest.gpu.price.observed_at})"
+        f"${p.usd * cheapest.count:,.0f} ({p.condition} price of {p.observed_at}, {p.source})"
+        f"{box}"
     )
 
 

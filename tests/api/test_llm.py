@@ -177,6 +177,18 @@ def test_recommend_explains_when_nothing_fits(client):
     ).json()
     assert one_gpu["recommendations"] == []
     assert "llama-3.1-70b" in one_gpu["hint"] and "$600" in one_gpu["hint"]
+    # the cheapest fitting configuration: its GPUs' price with that price's own condition, date
+    # and source, then the box several GPUs need (not between the price and its source)
+    split = client.get(
+        "/recommend", params={"budget": 2000, "model": "llama-3.1-70b", "quant": "q4_k_m"}
+    ).json()
+    cheapest = re.search(
+        r"the cheapest is (\d+) x \S+ at \$[\d,]+ \((\w+) price of (\d{4}-\d{2}-\d{2}), ",
+        split["hint"],
+    )
+    assert cheapest, split["hint"]
+    box = f" for a {cheapest[1]}-GPU box"
+    assert int(cheapest[1]) > 1 and split["hint"].index(box) > cheapest.end()
     nothing = client.get(
         "/recommend", params={"budget": 10**6, "model": "llama-3.1-405b", "max_gpus": 1}
     ).json()
