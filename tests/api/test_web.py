@@ -119,3 +119,18 @@ def test_perf_per_dollar_chart_speaks_the_answers_unit(client):
     assert f"({ranked['unit']} per USD of current price)" in html
     assert f"{escape(top['name'])} {fmt(top['perf_per_dollar'])} per USD" in html
     assert "$1,000" not in html and "$1k" not in html
+
+
+def test_relative_chart_names_and_shows_its_reference(client):
+    from html import escape
+
+    ranked = client.get("/rankings").json()
+    reference = ranked["reference_gpu"]
+    ref = next(i for i in ranked["items"] if i["gpu"] == reference)
+    faster = [i for i in ranked["items"] if i["throughput"] > ref["throughput"]]
+    assert len(faster) > 15, "the reference is below the chart's top GPUs on the default ask"
+    html = client.get("/").text
+    chart = html.partition(f"Relative performance, {ranked['workload']} (")[2].split("</svg>")[0]
+    assert chart.startswith(f"{escape(ref['name'])} = 1.0)")
+    assert f'href="/gpu/{reference}"' in chart and f"{escape(ref['name'])}</" in chart
+    assert "1.00x" in chart

@@ -22,14 +22,23 @@ def charts_for(
     """Relative performance, performance per dollar (units/s per USD, the unit of every
     answer), performance per watt of TDP, and cost per million units over the horizon: the
     top GPUs of each (estimated and measured alike; the table says which). The reference
-    GPU's bar is drawn in red, as the guide marks its reference."""
+    GPU's bar is drawn in red, as the guide marks its reference, and the relative-performance
+    chart always shows it (after the top GPUs where it is not among them)."""
 
     def _bar(row: RankingItem, value: float, text: str) -> Bar:
         return Bar(row.name, value, text, href=f"/gpu/{row.gpu}", highlight=row.gpu == reference)
 
-    perf = sorted(
+    relative = sorted(
         (r for r in rows if r.relative_performance is not None), key=lambda r: -r.throughput
-    )[:TOP]
+    )
+    perf = relative[:TOP]
+    shown_top = len(perf)
+    # the reference's own bar (1.0x) stays in the chart, in its place by throughput, so that
+    # "x times the reference" can be read off the bars: the top GPUs are often all faster
+    ref_row = next((r for r in relative if r.gpu == reference), None)
+    if ref_row is not None and all(r.gpu != reference for r in perf):
+        perf.append(ref_row)
+    ref_name = ref_row.name if ref_row is not None else "reference"
     perf_bars = [
         _bar(r, r.relative_performance or 0, f"{r.relative_performance or 0:.2f}x") for r in perf
     ]
@@ -58,9 +67,9 @@ def charts_for(
     )
     return [
         bar_chart(
-            f"Relative performance, {workload} (reference = 1.0)",
+            f"Relative performance, {workload} ({ref_name} = 1.0)",
             perf_bars,
-            f"Top {len(perf_bars)} GPUs by throughput in {unit} relative to the reference: "
+            f"Top {shown_top} GPUs by throughput in {unit} relative to {ref_name}: "
             + "; ".join(f"{b.label} {b.text}" for b in perf_bars[:5]),
         ),
         bar_chart(
