@@ -102,8 +102,8 @@ def unmeasured_stack_note(stack: str) -> str:
     """What a why adds for an estimate whose stack has no result of that kind of work
     (Estimate.stack_measured False): fixed workloads and model asks say it alike."""
     return (
-        f"no {stack} GPU is measured on this kind of work, so its software is taken as "
-        "average and the band spans the spread between stacks"
+        f"no {stack} GPU is measured on this kind of work, so its software is taken at the "
+        "measured stacks' average and the band spans their spread"
     )
 
 

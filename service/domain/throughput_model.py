@@ -30,7 +30,7 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   decode, applied to PyTorch training, put an RX 7900 XTX above an RTX 4080 on ResNet-50 with no
   ROCm training result behind it (held-out errors barely moved: median MdAPE 9.9% either way,
   median p90 22.8% -> 23.7%). Kinds are kept within a suite too (below); a stack without data
-  of a kind in any suite gets 0, the pooled mean. The
+  of a kind in any suite gets the mean of the measured stacks' terms at that phase (Bands). The
   per-GPU term applies only to the GPU itself (it has data); GPUs without data get their
   stack's and architecture's terms, shared by every GPU of the group, so within an architecture
   and stack the estimate is monotone in the rates.
@@ -85,13 +85,19 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   leave-one-GPU-out: median coverage 79.3% -> 80.0%, three workloads from 60-68% to 73-89%,
   errors unchanged). A GPU whose stack has no data of the workload's phase in any suite (an
   Intel card on training or any other workload without a phase: the shipped corpus has none)
-  gets the stack term 0, and its band widens in quadrature by z x s, s^2 the expected squared
-  distance of a stack's term from 0 at that phase (tau^2 of the (stack, phase) level plus the
-  square of the stacks' mean term: CUDA sits near 0 and both ROCm stacks near -0.3; on the
-  shipped corpus s is 0.23 in log without a phase, 0.23 for decode, 0.92 for prefill): the
-  leave-one-out errors come from GPUs whose stacks are measured and do not hold that
-  uncertainty. The prediction says so (`stack_measured`) and a recommendation's why names
-  the stack.
+  gets the mean of the measured stacks' terms at that phase (`stack_centre`, one vote per
+  stack: stacks are groups drawn from one population, and the best guess for a new group is
+  their mean, not CUDA's term; on the shipped corpus -0.19 in log without a phase, where CUDA
+  is +0.03 and both ROCm stacks -0.3), and its band widens in quadrature by z x s, s^2 = tau^2
+  of the (stack, phase) terms around that mean (s = 0.18 in log without a phase, 0.20 for
+  decode, 0.89 for prefill): the leave-one-out errors come from GPUs whose stacks are measured
+  and do not hold that uncertainty. A GPU alone in its stack is held out the same way in those
+  errors. The prediction says so (`stack_measured`) and a recommendation's why names the
+  stack. The term was 0 at first, with s^2 = tau^2 + the mean squared (0.23, 0.23, 0.92):
+  measured on GPU-Insights' training tables (bench/heldout.py), the Arc A770's mean log error
+  went from -0.51 to -0.25 and the M1 Max's from -0.46 to -0.21, both stacks without a training
+  result; held-out median MdAPE 11.9% -> 12.1% known, 10.7% -> 10.5% cold, p90 24.2% ->
+  22.5% and 24.5% -> 23.7%, coverage 83.3% -> 87.5%; the corpus table did not move.
 - Few data and nothing to borrow from (fewer than ``MIN_NNLS_GPUS`` GPUs, no other workload
   fitted): a stated prior shape, all work on the tensor unit (memory for a memory-bound
   workload), scaled to the data: a spec ratio.
@@ -326,10 +332,11 @@ class Efficiencies:
     without: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (stack, phase) pooled over every suite: for a suite without data of the stack
     stack_pooled: Mapping[tuple[str, str], float] = field(default_factory=dict)
-    # phase -> expected squared distance from 0 of a stack term at that phase (tau^2 of the
-    # (stack, phase) level + their mean squared): how far a stack never measured at that
-    # phase may sit from the 0 it is given
+    # phase -> tau^2 of the (stack, phase) terms around their mean: how far a stack never
+    # measured at that phase may sit from the mean it is given (stack_centre)
     between_stacks: Mapping[str, float] = field(default_factory=dict)
+    # phase -> mean of the measured stacks' pooled terms at that phase: a new stack's best guess
+    stack_centre: Mapping[str, float] = field(default_factory=dict)
 
     def power(self, spec: GpuSpec) -> float:
         return _power_term(spec, self.power_slope, self.power_center)
@@ -352,17 +359,19 @@ class Efficiencies:
 
     def unmeasured_stack_half_width(self, kind: str, z: float) -> float:
         """Log half-width a band widens by (in quadrature) for a stack without data of the
-        kind's phase (stack_measured False): z x the expected distance of a stack's term from
-        the 0 it gets (between_stacks)."""
+        kind's phase (stack_measured False): z x the spread of the measured stacks' terms
+        around their mean, the term it gets (between_stacks, stack_centre)."""
         return z * math.sqrt(max(self.between_stacks.get(base_kind(kind), 0.0), 0.0))
 
     def stack_term(self, stack: str, kind: str) -> float:
         """The stack's term within the kind's suite where that has data, else pooled over
-        every suite of its phase (0, the model, without any)."""
+        every suite of its phase, else (a stack nobody measured at that phase) the mean of the
+        measured stacks' terms at that phase (0, the model, with none measured)."""
         within_suite = self.stack.get((stack, kind))
         if within_suite is not None:
             return within_suite
-        return self.stack_pooled.get((stack, base_kind(kind)), 0.0)
+        phase = base_kind(kind)
+        return self.stack_pooled.get((stack, phase), self.stack_centre.get(phase, 0.0))
 
     def log_multiplier(self, spec: GpuSpec, kind: str, own: bool = True) -> float:
         out = self.power(spec) + self.stack_term(spec.stack, kind)
@@ -550,6 +559,7 @@ def pool_efficiencies(
         count,
         (stack_of, pooled_of, group_of),
         ((stack_tau2, stack_within), (pooled_tau2, pooled_within), (group_tau2, group_within)),
+        stack_pooled,
     )
     # GPU level, per kind: the (GPU, kind)'s workloads are the items; noise = pooled variance
     # within (GPU, kind).
@@ -571,7 +581,18 @@ def pool_efficiencies(
         without,
         stack_pooled,
         _between_stacks(mean, count, pooled_of),
+        {phase: stack_centre(stack_pooled, phase) for _, phase in stack_pooled},
     )
+
+
+def stack_centre(
+    stack_pooled: Mapping[tuple[str, str], float], phase: str, leave_out: str | None = None
+) -> float:
+    """Mean of the (stack, phase) pooled terms at `phase`, one vote per stack (less
+    `leave_out`'s); 0 with none. The term a stack nobody measured at that phase gets (see the
+    module docstring, Bands)."""
+    terms = [v for (stack, p), v in stack_pooled.items() if p == phase and stack != leave_out]
+    return float(np.mean(terms)) if terms else 0.0
 
 
 def _between_stacks(
@@ -579,17 +600,14 @@ def _between_stacks(
     count: Mapping[tuple[str, str], float],
     pooled_of: Mapping[tuple[str, str], tuple[str, str]],
 ) -> dict[str, float]:
-    """phase -> the expected squared distance of a new stack's term from 0, the term a stack
-    never measured at that phase gets: tau^2 of the (stack, phase) terms of that phase alone
-    plus the square of their mean (stacks sit around their mean, not around 0: on the shipped
-    corpus CUDA is near 0 and both ROCm stacks near -0.3, mean -0.19). One stack measured:
-    tau^2 = its within variance, as wide as the noise."""
+    """phase -> tau^2 of the (stack, phase) terms of that phase alone: the expected squared
+    distance of a new stack's term from the measured stacks' mean, the term it gets
+    (stack_centre). One stack measured: tau^2 = its within variance, as wide as the noise."""
     out = {}
     for phase in {p for _, p in pooled_of.values()}:
         items = {g: v for g, v in mean.items() if pooled_of[g][1] == phase}
-        terms, tau2, _ = _variance_components(items, count, {g: pooled_of[g] for g in items})
-        centre = float(np.mean(list(terms.values()))) if terms else 0.0
-        out[phase] = tau2 + centre * centre
+        _, tau2, _ = _variance_components(items, count, {g: pooled_of[g] for g in items})
+        out[phase] = tau2
     return out
 
 
@@ -602,13 +620,15 @@ def _pooled_without_each_gpu(
         Mapping[tuple[str, str], tuple[str, str]],
     ],
     components: tuple[tuple[float, float], tuple[float, float], tuple[float, float]],
+    stack_pooled: Mapping[tuple[str, str], float],
 ) -> dict[tuple[str, str], float]:
     """(slug, kind) -> stack (within the kind's suite, else pooled over suites) + architecture
     terms with every (slug, *) item left out, for each GPU with data and each kind of work in
     the data. `levels`: item -> (stack, efficiency kind), (stack, phase), (stack,
     architecture). The variance components (tau^2, W) stay those of the whole fit: leaving one
     GPU out changes a group's mean and size, which is what a held-out GPU's prediction depends
-    on."""
+    on. A GPU alone in its stack at a phase gets the other stacks' mean there (stack_centre),
+    as a card of a stack nobody measured would."""
     stack_of, _, group_of = levels
     stack_components, pooled_components, group_components = components
     kinds = {k for _, k in mean}
@@ -639,10 +659,13 @@ def _pooled_without_each_gpu(
             if in_suite:
                 stack_term[kind] = pooled(in_suite, mean, stack_components)
                 continue
-            stack_term[kind] = pooled(
-                [i for i in by_pooled.get((stack_name, base_kind(kind)), []) if i[0] != slug],
-                mean,
-                pooled_components,
+            same_stack = [
+                i for i in by_pooled.get((stack_name, base_kind(kind)), []) if i[0] != slug
+            ]
+            stack_term[kind] = (
+                pooled(same_stack, mean, pooled_components)
+                if same_stack
+                else stack_centre(stack_pooled, base_kind(kind), leave_out=stack_name)
             )
         others = [i for i in by_group.get(group, []) if i[0] != slug]
         after_stack = {i: mean[i] - stack_term[i[1]] for i in others}

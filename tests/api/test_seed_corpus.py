@@ -162,8 +162,8 @@ def test_rows_of_a_workload_created_later_are_seeded_then(db):
 
 def test_why_says_when_no_gpu_of_the_stack_is_measured_on_that_kind_of_work(db, client):
     """The shipped corpus has no training result of an Intel (oneapi) GPU: its training
-    estimate says its software is taken as average and its band is wider than a CUDA card's
-    of like spec; a stack with training results says nothing of the kind."""
+    estimate says its software is taken at the measured stacks' average and its band is wider
+    than a CUDA card's of like spec; a stack with training results says nothing of the kind."""
     seed(db)
     params = {"budget": 5000, "workload": "resnet50-train", "limit": 50}
     oneapi = client.get("/recommend", params=params | {"stack": "oneapi"}).json()

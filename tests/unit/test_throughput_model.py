@@ -417,9 +417,10 @@ def test_a_per_gpu_share_teaches_the_model_but_is_never_answered_as_measured() -
 
 
 def test_a_stack_never_measured_at_a_phase_gets_the_spread_between_stacks_in_its_band() -> None:
-    """Two stacks measured 0.6x apart in training; a third with no training result keeps the
-    average efficiency but its band widens by the spread between the measured stacks, and the
-    prediction says its stack is unmeasured. A measured stack's band is unchanged."""
+    """Two stacks measured 0.6x apart in training; a third with no training result gets the
+    mean of their terms (not the better one's, nor 0) and its band widens by their spread
+    around that mean, and the prediction says its stack is unmeasured. A measured stack's band
+    is unchanged."""
     gpus, wls, obs = world(10, seed=21, noise=0.02)
     rocm = [dataclasses.replace(g, slug=f"r{g.slug}", stack="rocm") for g in gpus[:5]]
     obs += [
@@ -435,6 +436,15 @@ def test_a_stack_never_measured_at_a_phase_gets_the_spread_between_stacks_in_its
     assert known is not None and unknown is not None
     assert known.stack_measured and not unknown.stack_measured
     assert model.efficiency.between_stacks[""] > 0.01
+    terms = [model.efficiency.stack_pooled[(s, "")] for s in ("cuda", "rocm")]
+    assert terms[1] - terms[0] == pytest.approx(math.log(0.6), abs=0.05)
+    centre = sum(terms) / 2
+    assert model.efficiency.stack_term("oneapi", "") == pytest.approx(centre, rel=1e-9)
+    # the twin of a CUDA card, with the stacks' mean in place of CUDA's stack term and no
+    # architecture term (its (stack, architecture) group has no data)
+    cuda_terms = model.efficiency.stack_term("cuda", "") + model.efficiency.group[twin.group]
+    expected = known.value * math.exp(centre - cuda_terms)
+    assert unknown.value == pytest.approx(expected, rel=1e-9)
     width = math.log(unknown.high / unknown.low) / 2
     known_width = math.log(known.high / known.low) / 2
     spread = tm._z(0.8) * math.sqrt(model.efficiency.between_stacks[""])
@@ -460,3 +470,22 @@ def test_a_measured_stack_keeps_the_conformal_band() -> None:
     p = model.predict("stranger", "conv")
     assert p is not None and not p.stack_measured
     assert math.log(p.high / p.value) > max(model.fits["conv"].half_width, z * model.noise["conv"])
+
+
+def test_a_gpu_alone_in_its_stack_is_held_out_at_the_other_stacks_mean() -> None:
+    """The leave-one-out errors behind the bands predict each GPU as a card nobody measured: a
+    GPU alone in its stack then gets the mean of the other stacks' terms, as an unmeasured
+    stack's card would, not 0 and not its own stack's term."""
+    gpus, wls, obs = world(8, seed=24, noise=0.02)
+    rocm = [dataclasses.replace(g, slug=f"r{g.slug}", stack="rocm") for g in gpus[:2]]
+    solo = dataclasses.replace(gpus[5], slug="solo", stack="metal", architecture="apple")
+    obs += [
+        dataclasses.replace(o, gpu=f"r{o.gpu}", median=o.median * 0.5)
+        for o in obs
+        if o.gpu in {g.slug for g in gpus[:2]}
+    ]
+    obs += [dataclasses.replace(o, gpu="solo", median=o.median * 0.4) for o in obs if o.gpu == "g5"]
+    eff = tm.fit([*gpus, *rocm, solo], wls, obs).efficiency
+    others = (eff.stack_pooled[("cuda", "")] + eff.stack_pooled[("rocm", "")]) / 2
+    assert abs(others) > 0.05 and eff.stack_pooled[("metal", "")] < others - 0.3
+    assert eff.without[("solo", "")] == pytest.approx(others, rel=1e-9)
