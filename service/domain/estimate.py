@@ -98,6 +98,11 @@ class Estimate:
         return (self.high - self.low) / (2 * self.value) if self.value else 0.0
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 result', '3 results': a count in a why."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def unmeasured_stack_note(stack: str) -> str:
     """What a why adds for an estimate whose stack has no result of that kind of work
     (Estimate.stack_measured False): fixed workloads and model asks say it alike."""

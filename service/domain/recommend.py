@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from service.domain.availability import Availability, purchase_counts
-from service.domain.estimate import Estimate, unmeasured_stack_note
+from service.domain.estimate import Estimate, counted, unmeasured_stack_note
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
 from service.domain.vocabulary import Measurement
@@ -155,8 +155,7 @@ def _fmt(value: float) -> str:
 def _basis_phrase(config: Configuration, unit: str) -> str:
     if config.basis == "measured":
         with_ = f" ({', '.join(config.frameworks)})" if config.frameworks else ""
-        results = "result" if config.n == 1 else "results"
-        return f"median of {config.n} accepted {results}{with_}"
+        return f"median of {counted(config.n, 'accepted result')}{with_}"
     likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
     model = config.candidate.estimate.model
     band = f"{config.candidate.estimate.band:.0%} band"

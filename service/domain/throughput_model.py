@@ -97,7 +97,9 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   measured on GPU-Insights' training tables (bench/heldout.py), the Arc A770's mean log error
   went from -0.51 to -0.25 and the M1 Max's from -0.46 to -0.21, both stacks without a training
   result; held-out median MdAPE 11.9% -> 12.1% known, 10.7% -> 10.5% cold, p90 24.2% ->
-  22.5% and 24.5% -> 23.7%, coverage 83.3% -> 87.5%; the corpus table did not move.
+  22.5% and 24.5% -> 23.7%, coverage 83.3% -> 87.5%; on the corpus one row moved (Llama-2-7B
+  Q4_0 tg128, where the Arc B580 is alone in its stack: p90 125.8% -> 117.5%, coverage 50.0%
+  -> 66.7%).
 - Few data and nothing to borrow from (fewer than ``MIN_NNLS_GPUS`` GPUs, no other workload
   fitted): a stated prior shape, all work on the tensor unit (memory for a memory-bound
   workload), scaled to the data: a spec ratio.

@@ -53,7 +53,7 @@ from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.availability import platform_included
-from service.domain.estimate import Estimate, unmeasured_stack_note
+from service.domain.estimate import Estimate, counted, unmeasured_stack_note
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import (
     PriceObservation,
@@ -538,6 +538,7 @@ def _options(
             basis = "estimated"
         if not (math.isfinite(value) and value > 0):
             continue
+        reference = _reference_estimate(kind, data, gpu.slug)  # None for a measured value
         out[(gpu.slug, count)] = LlmOption(
             gpu,
             count,
@@ -551,22 +552,23 @@ def _options(
             n,
             speedup,
             scaling_basis,
-            m.workload if m else _reference_source(kind, data, gpu.slug),
-            stack_measured=m is not None or _reference_stack_measured(kind, data, gpu.slug),
+            m.workload if m else _reference_source(reference),
+            stack_measured=reference is None or reference[1].stack_measured,
         )
     return list(out.values())
 
 
-def _reference_stack_measured(kind: str, data: LlmData, slug: str) -> bool:
-    """Whether the estimate a scaled value rests on has its GPU's stack measured at that kind
-    of work (Estimate.stack_measured); True for what rests on no such estimate."""
-    if kind == f"{TRAIN_REFERENCE}-scaled" and data.train_reference is not None:
-        e = data.train_reference.estimates.get(slug)
-    elif kind == "workload-scaled" and data.decode_reference is not None:
-        e = data.decode_reference.estimates.get(slug)
+def _reference_estimate(kind: str, data: LlmData, slug: str) -> tuple[str, Estimate] | None:
+    """The fixed workload a scaled value (of `kind`) rests on and this GPU's estimate there;
+    None for a value that rests on no such estimate."""
+    if kind == "workload-scaled" and data.decode_reference is not None:
+        workload, estimates = data.decode_reference.workload, data.decode_reference.estimates
+    elif kind == f"{TRAIN_REFERENCE}-scaled" and data.train_reference is not None:
+        workload, estimates = TRAIN_REFERENCE, data.train_reference.estimates
     else:
-        return True
-    return e is None or e.stack_measured
+        return None
+    e = estimates.get(slug)
+    return None if e is None else (workload, e)
 
 
 def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, float]:
@@ -581,29 +583,20 @@ def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, flo
     return m.value.median * math.exp(-half), m.value.median * math.exp(half)
 
 
-def _reference_source(kind: str, data: LlmData, slug: str) -> str | None:
-    """What a scaled value rests on: 'llama-3-8b-q4_k_m-tg4096 as measured on this GPU (median
-    of 3 results)', 'the throughput model's value for this GPU on ..., fitted to 18 measured
-    GPUs', or for llm-train with nothing measured on it, the work per FLOP it borrows."""
-    if kind == "workload-scaled" and data.decode_reference is not None:
-        workload, estimates = data.decode_reference.workload, data.decode_reference.estimates
-    elif kind == f"{TRAIN_REFERENCE}-scaled" and data.train_reference is not None:
-        workload, estimates = TRAIN_REFERENCE, data.train_reference.estimates
-    else:
+def _reference_source(reference: tuple[str, Estimate] | None) -> str | None:
+    """What a scaled value rests on (_reference_estimate): 'llama-3-8b-q4_k_m-tg4096 as measured
+    on this GPU (median of 3 results)', 'the throughput model's value for this GPU on ...,
+    fitted to 18 measured GPUs', or for llm-train with nothing measured on it, the work per
+    FLOP it borrows."""
+    if reference is None:
         return None
-    e = estimates.get(slug)
-    if e is None:
-        return None
+    workload, e = reference
     if e.basis == "measured":
-        return f"{workload} as measured on this GPU (median of {e.n} result{_plural(e.n)})"
+        return f"{workload} as measured on this GPU (median of {counted(e.n, 'result')})"
     model = f"the throughput model's value for this GPU on {workload}"
     if e.n:
         return f"{model}, fitted to {e.n} measured GPUs"
     return f"{model}, nothing measured on it: work per FLOP of measured training workloads"
-
-
-def _plural(n: int) -> str:
-    return "" if n == 1 else "s"
 
 
 def ranked(found: list[LlmOption]) -> list[LlmOption]:
@@ -769,7 +762,7 @@ def why(
         f"({o.gpu.memory_gb:g} GiB), {max(capacity - o.breakdown.total_gb, 0.0):.1f} GB spare"
     )
     if o.basis == "measured":
-        source = f"median of {o.n} measured result{_plural(o.n)} ({o.source})"
+        source = f"median of {counted(o.n, 'measured result')} ({o.source})"
     elif o.model == "workload-scaled":
         source = (
             f"estimated: {o.source}, "
