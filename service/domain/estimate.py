@@ -98,6 +98,11 @@ class Estimate:
         return (self.high - self.low) / (2 * self.value) if self.value else 0.0
 
 
+def figure(value: float) -> str:
+    """A figure in a why: thousands separated from 100 up, else three significant digits."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.3g}"
+
+
 def counted(n: int, noun: str) -> str:
     """'1 result', '3 results': a count in a why."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from service.domain.availability import Availability, purchase_counts
-from service.domain.estimate import Estimate, counted, unmeasured_stack_note
+from service.domain.estimate import Estimate, counted, figure, unmeasured_stack_note
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
 from service.domain.vocabulary import Measurement
@@ -148,15 +148,11 @@ def cheapest_fitting(candidates: Iterable[Candidate], min_memory_gb: float) -> C
     return min(priced, key=lambda c: (c.price.usd if c.price else 0.0, c.slug), default=None)
 
 
-def _fmt(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:,.3g}"
-
-
 def _basis_phrase(config: Configuration, unit: str) -> str:
     if config.basis == "measured":
         with_ = f" ({', '.join(config.frameworks)})" if config.frameworks else ""
         return f"median of {counted(config.n, 'accepted result')}{with_}"
-    likely = f"likely {_fmt(config.low)}-{_fmt(config.high)} {unit}"
+    likely = f"likely {figure(config.low)}-{figure(config.high)} {unit}"
     model = config.candidate.estimate.model
     band = f"{config.candidate.estimate.band:.0%} band"
     if not config.candidate.estimate.stack_measured:
@@ -222,6 +218,6 @@ def why_body(config: Configuration, unit: str, reference: str, extra: float | No
     return (
         f"{what} for ${config.total_price:,.0f}"
         f"{_platform_phrase(config, extra)}{scaling} gives "
-        f"~{_fmt(config.throughput)} {unit} ({source}), "
-        f"{_fmt(config.perf_per_dollar)} {unit} per USD; reference {reference} = 1.0."
+        f"~{figure(config.throughput)} {unit} ({source}), "
+        f"{figure(config.perf_per_dollar)} {unit} per USD; reference {reference} = 1.0."
     )

@@ -53,7 +53,7 @@ from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.availability import platform_included
-from service.domain.estimate import Estimate, counted, unmeasured_stack_note
+from service.domain.estimate import Estimate, counted, figure, unmeasured_stack_note
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import (
     PriceObservation,
@@ -730,10 +730,6 @@ def _price_info(gpu: GpuRow, data: LlmData) -> PriceInfo | None:
     )
 
 
-def _fmt(v: float) -> str:
-    return f"{v:,.0f}" if v >= 100 else f"{v:,.3g}"
-
-
 def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings) -> float | None:
     """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
     0 for one GPU, for whole platforms and complete computers, and when the caller prices the
@@ -767,20 +763,23 @@ def why(
         source = (
             f"estimated: {o.source}, "
             f"scaled to context {ask.context} by the decode roofline, "
-            f"likely {_fmt(o.low)}-{_fmt(o.high)}"
+            f"likely {figure(o.low)}-{figure(o.high)}"
         )
     elif o.model == "roofline-learned":
         source = (
             f"estimated: {ask.phase} roofline x efficiency learned from {o.n} measured "
             f"GPU-and-benchmark groups, "
-            f"likely {_fmt(o.low)}-{_fmt(o.high)}"
+            f"likely {figure(o.low)}-{figure(o.high)}"
         )
     elif o.model == f"{TRAIN_REFERENCE}-scaled":
         source = (
-            f"estimated: {o.source}, scaled by FLOPs per token, likely {_fmt(o.low)}-{_fmt(o.high)}"
+            f"estimated: {o.source}, scaled by FLOPs per token, "
+            f"likely {figure(o.low)}-{figure(o.high)}"
         )
     else:
-        source = f"estimated from specs alone (stated prior), likely {_fmt(o.low)}-{_fmt(o.high)}"
+        source = (
+            f"estimated from specs alone (stated prior), likely {figure(o.low)}-{figure(o.high)}"
+        )
     if not o.stack_measured:
         source += "; " + unmeasured_stack_note(o.gpu.stack)
     room = (
@@ -798,7 +797,7 @@ def why(
         ""
         if faster_below is None
         else f" Ranked above {_what(faster_below, ask.phase)}, faster at "
-        f"~{_fmt(faster_below.throughput)} {UNIT}: their estimates overlap, and this one leaves "
+        f"~{figure(faster_below.throughput)} {UNIT}: their estimates overlap, and this one leaves "
         "more room for context and batch."
     )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
@@ -809,7 +808,7 @@ def why(
     total = f" in all, {o.replicas} x one copy's" if o.replicas > 1 else ""
     return (
         f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
-        f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{_fmt(o.throughput)} "
+        f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{figure(o.throughput)} "
         f"{UNIT}{total}{_speedup_words(o)} ({source}); {room}.{above}"
     )
 
@@ -1078,7 +1077,7 @@ def _offer(words: str, best: LlmOption, data: LlmData, limits: Limits) -> str:
     box = "" if extra is not None else f"; GPUs only: no sourced box holds {best.count}"
     return (
         f"; {words} {best.count} x {best.gpu.slug} is within ${limits.budget:,.0f} at "
-        f"${cost:,.0f} (~{_fmt(best.throughput)} {UNIT}, {best.basis}{box})"
+        f"${cost:,.0f} (~{figure(best.throughput)} {UNIT}, {best.basis}{box})"
     )
 
 
@@ -1164,7 +1163,7 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
         best = max(fitting, key=lambda o: o.throughput)
         return (
             f"no configuration reaches {limits.min_tokens_per_s:g} {UNIT}; the fastest that "
-            f"fits is {best.count} x {best.gpu.slug} at ~{_fmt(best.throughput)} {UNIT}"
+            f"fits is {best.count} x {best.gpu.slug} at ~{figure(best.throughput)} {UNIT}"
         )
     powered = [o for o in fast if limits.within_power(o)]
     if not powered:
