@@ -6,8 +6,14 @@ Design decisions:
   a host's draw has no sourced default, so it counts 0 unless stated and `why` says so.
 - Energy is priced at a flat $/kWh; the default is the EIA's US residential average
   (DEFAULT_USD_PER_KWH), overridable per request.
-- Resale is a fraction of the purchase price at the end of the horizon: the caller's, else the
-  GPU's newest used/new price ratio where both are known, else 0 (stated in `why`).
+- Resale is a fraction of the purchase price at the end of the horizon: the caller's, else, for
+  a card bought new, the GPU's newest used/new price ratio where both are known (what a used
+  one fetches today), else 0 (stated in `why`). A card bought used gets 0 unless the caller
+  says otherwise: that ratio measures what a card loses by becoming used, which a used card has
+  already lost, and no sourced figure says what it fetches after the horizon. Applied to used
+  purchases, it credited a used RTX 5090 ($4,795, Sept 2026) with $4,373 back after 3 years
+  while a used RTX 3090, whose new price is stale, got $0: cost-of-ownership ranked by which
+  cards happened to have a fresh new price.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
   that exists, never an interpolated one); no box that holds them means 0 and `why` says so; a
@@ -135,6 +141,7 @@ def ownership(
     platform: PlatformCost | None,
     used_new_ratio: float | None,
     included: str | None = None,
+    bought_used: bool = False,
 ) -> Ownership:
     """Cost of owning `count` GPUs bought for `price_usd` in all, over the settings' horizon;
     `included` says why the price already pays for the platform (none is added)."""
@@ -147,7 +154,7 @@ def ownership(
         notes.append(f"no platform counted: {included}")
     else:
         platform_usd = _platform(count, settings, platform, notes)
-    fraction = _resale_fraction(settings, used_new_ratio, notes)
+    fraction = _resale_fraction(settings, used_new_ratio, notes, bought_used)
     resale_usd = price_usd * fraction
     total = tco(price_usd, platform_usd, energy_usd, resale_usd)
     units = throughput * settings.hours * 3600
@@ -237,10 +244,13 @@ def _platform(
 
 
 def _resale_fraction(
-    settings: CostSettings, used_new_ratio: float | None, notes: list[str]
+    settings: CostSettings, used_new_ratio: float | None, notes: list[str], bought_used: bool
 ) -> float:
     if settings.resale is not None:
         return settings.resale
+    if bought_used:
+        notes.append("bought used: no sourced resale value after the horizon, counted as $0")
+        return 0.0
     if used_new_ratio is not None:
         fraction = min(max(used_new_ratio, 0.0), 1.0)
         notes.append(f"resale {fraction:.0%} of the price (newest used/new price ratio)")

@@ -49,6 +49,7 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             throughput,
             costs,
             cand.availability.platform_included,
+            unit_price.condition == "used",
         )
         o = cost.ownership
         buy = BuySide(

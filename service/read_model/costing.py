@@ -54,11 +54,13 @@ def costed(
     throughput: float,
     costs: CostSettings,
     included: str | None,
+    bought_used: bool,
 ) -> Costed:
     """`count` of GPU `slug` bought for `price_usd` in all, each drawing `tdp_w`, doing
     `throughput` `unit` per second: cost of ownership, cloud break-even and their account.
     `included`: why the price already pays for the platform (availability.platform_included),
-    required so that no caller forgets a Mac's or an HGX unit's box is in its price."""
+    required so that no caller forgets a Mac's or an HGX unit's box is in its price;
+    `bought_used`: the price is a used one (no resale from the used/new ratio: tco.py)."""
     o = ownership(
         price_usd,
         count,
@@ -69,6 +71,7 @@ def costed(
         platform_for(data.platforms, count),
         data.used_new_ratio.get(slug),
         included,
+        bought_used,
     )
     notes = [*o.notes, *power_notes(o.draw_w)]
     offer = data.cheapest_cloud(slug)

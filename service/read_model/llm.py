@@ -949,6 +949,7 @@ def _costed(o: LlmOption, total: float, data: LlmData, costs: CostSettings) -> C
         o.throughput,
         costs,
         platform_included(o.gpu.sold_as, o.gpu.unit_gpus),
+        o.gpu.price is not None and o.gpu.price.condition == "used",
     )
 
 

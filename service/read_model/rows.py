@@ -215,6 +215,7 @@ def _costs(
         throughput,
         costs,
         cand.availability.platform_included,
+        cand.price is not None and cand.price.condition == "used",
     )
     return cost.fields(), cost.sentence()
 

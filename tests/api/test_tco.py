@@ -37,20 +37,24 @@ money = st.floats(min_value=0, max_value=1e7, allow_nan=False, allow_infinity=Fa
     ratio=st.one_of(st.none(), st.floats(0, 3)),
     platform=st.one_of(st.none(), money),
     host=st.one_of(st.none(), st.floats(0, 2000)),
+    used=st.booleans(),
 )
 def test_tco_is_price_plus_platform_plus_energy_minus_resale(
-    price, count, tdp, throughput, years, hours, kwh, resale, ratio, platform, host
+    price, count, tdp, throughput, years, hours, kwh, resale, ratio, platform, host, used
 ):
     settings = CostSettings(years, hours, kwh, resale, None, host)
     table = PlatformCost(count, platform, None, "test") if platform is not None else None
-    o = ownership(price, count, tdp, throughput, "images/s", settings, table, ratio)
+    o = ownership(
+        price, count, tdp, throughput, "images/s", settings, table, ratio, bought_used=used
+    )
     assert o.tco_usd == price + o.platform_usd + o.energy_usd - o.resale_usd
     assert o.platform_usd == (platform if platform is not None else 0.0)
     draw = None if tdp is None else tdp * count + (host or 0.0)
     assert o.draw_w == draw
     assert o.energy_kwh == pytest.approx((draw or 0) * hours * 365 * years / 1000)
     assert o.energy_usd == pytest.approx(o.energy_kwh * kwh)
-    fraction = resale if resale is not None else min(max(ratio or 0.0, 0.0), 1.0)
+    from_ratio = 0.0 if used else min(max(ratio or 0.0, 0.0), 1.0)
+    fraction = resale if resale is not None else from_ratio
     assert o.resale_usd == pytest.approx(price * fraction)
     assert 0 <= o.resale_usd <= price
     millions = throughput * (hours * 365 * years) * 3600 / 1e6  # the domain's order: hours first
@@ -190,6 +194,21 @@ def test_resale_defaults_to_the_used_new_price_ratio(db, client):
     with_used = {p.gpu for p in loaders.load_prices() if p.kind == "used"}  # shipped used prices
     others = [i for i in items if i["gpu"] != slug and i["price"] and i["gpu"] not in with_used]
     assert others and all(i["resale_usd"] == 0 for i in others)
+
+
+def test_a_card_bought_used_gets_no_resale_from_the_used_new_ratio(db, client):
+    slug = "nvidia-rtx-4090"
+    _add_price(db, slug, usd=2000.0, condition="new")
+    _add_price(db, slug, usd=1500.0, condition="used")
+    items = client.get("/rankings", params={"condition": "used"}).json()["items"]
+    row = next(i for i in items if i["gpu"] == slug)
+    assert row["price"]["usd"] == 1500.0
+    assert row["resale_usd"] == 0
+    o = ownership(1500.0, 1, 450.0, 1.0, "images/s", CostSettings(), None, 0.75, bought_used=True)
+    assert o.resale_usd == 0
+    assert "bought used: no sourced resale value after the horizon, counted as $0" in o.notes
+    told = client.get("/rankings", params={"condition": "used", "resale": 0.4}).json()["items"]
+    assert next(i for i in told if i["gpu"] == slug)["resale_usd"] == pytest.approx(600.0)
 
 
 def test_sort_tco_ranks_by_cost_per_unit_of_work(client):

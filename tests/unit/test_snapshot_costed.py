@@ -42,9 +42,12 @@ def test_each_account_equals_costed_and_is_computed_once(monkeypatch):
                 50.0,
                 settings,
                 None,
+                False,
             )
             for _ in range(3):
-                got = snapshot.costed("gpu-a", 800.0 * count, count, 300.0, 50.0, settings, None)
+                got = snapshot.costed(
+                    "gpu-a", 800.0 * count, count, 300.0, 50.0, settings, None, False
+                )
                 assert got == want
     assert len(calls) == 4  # 2 settings x 2 counts, each once
 
@@ -54,7 +57,7 @@ def test_the_memo_starts_again_when_full(monkeypatch):
     snapshot = make_snapshot()
     for i in range(50):
         snapshot.costed(
-            "gpu-a", 800.0, 1, 300.0, 50.0, CostSettings(hours_per_day=1 + i / 10), None
+            "gpu-a", 800.0, 1, 300.0, 50.0, CostSettings(hours_per_day=1 + i / 10), None, False
         )
         assert len(snapshot._costed) <= 8
 
