@@ -183,32 +183,37 @@ def test_a_four_gpu_configuration_carries_the_sourced_four_gpu_platform(client):
         assert r["tco_usd"] >= r["total_price_usd"] + r["platform_usd"] - r["resale_usd"]
 
 
+RESALE_GPU = "nvidia-rtx-4090"
+
+
+def _priced_new_and_used(db, client, **params):
+    """/rankings items with RESALE_GPU priced $2,000 new and $1,500 used, and its row."""
+    _add_price(db, RESALE_GPU, usd=2000.0, condition="new")
+    _add_price(db, RESALE_GPU, usd=1500.0, condition="used")
+    items = client.get("/rankings", params=params).json()["items"]
+    return items, next(i for i in items if i["gpu"] == RESALE_GPU)
+
+
 def test_resale_defaults_to_the_used_new_price_ratio(db, client):
-    slug = "nvidia-rtx-4090"
-    _add_price(db, slug, usd=2000.0, condition="new")
-    _add_price(db, slug, usd=1500.0, condition="used")
-    items = client.get("/rankings", params={"condition": "new"}).json()["items"]
-    row = next(i for i in items if i["gpu"] == slug)
+    items, row = _priced_new_and_used(db, client, condition="new")
     assert row["price"]["usd"] == 2000.0
     assert row["resale_usd"] == pytest.approx(2000.0 * 1500.0 / 2000.0)
     with_used = {p.gpu for p in loaders.load_prices() if p.kind == "used"}  # shipped used prices
-    others = [i for i in items if i["gpu"] != slug and i["price"] and i["gpu"] not in with_used]
+    others = [
+        i for i in items if i["gpu"] != RESALE_GPU and i["price"] and i["gpu"] not in with_used
+    ]
     assert others and all(i["resale_usd"] == 0 for i in others)
 
 
 def test_a_card_bought_used_gets_no_resale_from_the_used_new_ratio(db, client):
-    slug = "nvidia-rtx-4090"
-    _add_price(db, slug, usd=2000.0, condition="new")
-    _add_price(db, slug, usd=1500.0, condition="used")
-    items = client.get("/rankings", params={"condition": "used"}).json()["items"]
-    row = next(i for i in items if i["gpu"] == slug)
+    _, row = _priced_new_and_used(db, client, condition="used")
     assert row["price"]["usd"] == 1500.0
     assert row["resale_usd"] == 0
     o = ownership(1500.0, 1, 450.0, 1.0, "images/s", CostSettings(), None, 0.75, bought_used=True)
     assert o.resale_usd == 0
     assert "bought used: no sourced resale value after the horizon, counted as $0" in o.notes
     told = client.get("/rankings", params={"condition": "used", "resale": 0.4}).json()["items"]
-    assert next(i for i in told if i["gpu"] == slug)["resale_usd"] == pytest.approx(600.0)
+    assert next(i for i in told if i["gpu"] == RESALE_GPU)["resale_usd"] == pytest.approx(600.0)
 
 
 def test_sort_tco_ranks_by_cost_per_unit_of_work(client):
