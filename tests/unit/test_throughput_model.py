@@ -489,3 +489,25 @@ def test_a_gpu_alone_in_its_stack_is_held_out_at_the_other_stacks_mean() -> None
     others = (eff.stack_pooled[("cuda", "")] + eff.stack_pooled[("rocm", "")]) / 2
     assert abs(others) > 0.05 and eff.stack_pooled[("metal", "")] < others - 0.3
     assert eff.without[("solo", "")] == pytest.approx(others, rel=1e-9)
+
+
+def test_no_estimate_passes_the_gpus_compute_ceiling() -> None:
+    """A memory-bound fit (all work on bandwidth) would put a card with little compute and much
+    bandwidth above what its arithmetic units can do; the estimate stops at that ceiling."""
+    gpus, wls, obs = world(8, seed=5)
+    flops = 2e11  # FLOPs per unit of `decode`: at most a few hundred units/s on these GPUs
+    wls = [dataclasses.replace(w, flops_per_unit=flops) if w.slug == "decode" else w for w in wls]
+    weak = gpu("weak", tensor=1.0, vector=0.5, memory=4000.0, memory_gb=80.0, tdp_w=300.0)
+    model = tm.fit([*gpus, weak], wls, obs)
+    p = model.predict("weak", "decode")
+    assert p is not None and p.basis == "estimated"
+    decode = model.workloads["decode"]
+    uncapped = tm._throughput(model.fits["decode"], weak, decode, model.efficiency)
+    ceiling = 1.0 * 1e12 / flops
+    assert uncapped > ceiling  # the fit alone would pass it
+    assert p.value == pytest.approx(ceiling)
+    assert p.low <= p.value <= p.high <= ceiling * (1 + 1e-12)
+    strong = dataclasses.replace(weak, slug="strong", matrix_tflops={"fp16": 900.0})
+    model = tm.fit([*gpus, weak, strong], wls, obs)
+    q = model.predict("strong", "decode")  # the same bandwidth, compute to spare: not capped
+    assert q is not None and q.value == pytest.approx(uncapped)
