@@ -348,7 +348,7 @@ def _kept_out(
                 continue  # would not fit the budget anyway
             if len(parts) < _KEPT_OUT_SHOWN:
                 parts.append(reason if known else f"{reason} (no public purchase price yet)")
-        elif c.price is None and c.availability.unit_gpus > 1:
+        elif _stale_or_unpriced_unit(c):
             newest = c.shown_price
             unit_floor = newest.usd if newest else floor
             if unit_floor is None or unit_floor * c.availability.unit_gpus > budget:
@@ -360,22 +360,33 @@ def _kept_out(
             )
     if unpriced:
         days = snapshot.max_price_age_days
+        shown = unpriced[:_KEPT_OUT_SHOWN]
+        older = (
+            " (allow_stale=true ranks at older prices)" if any("newest" in u for u in shown) else ""
+        )
         parts.append(
             f"no {_condition_phrase(snapshot.condition)} price newer than {days} days for "
-            + ", ".join(unpriced[:_KEPT_OUT_SHOWN])
+            + ", ".join(shown)
+            + older
         )
     return parts
 
 
+def _stale_or_unpriced_unit(c: Candidate) -> bool:
+    """No current price, but an older one (an RTX 4090 whose newest used price is 7 months
+    old: allow_stale=true would rank it), or none at all for a unit of N GPUs."""
+    return c.price is None and (c.shown_price is not None or c.availability.unit_gpus > 1)
+
+
 def _may_be_kept_out(snapshot: Snapshot, max_gpus: int) -> list[tuple[Candidate, str | None]]:
     """The candidates _kept_out may name, fastest unit first (ties by slug), each with why
-    availability excludes it: not purchasable within `max_gpus` (the reason), or sold in units
-    of N without a current price (None)."""
+    availability excludes it: not purchasable within `max_gpus` (the reason), or without a
+    current price (None) where it has an older one or is sold in units of N."""
     kept_out = [
         (c, reason)
         for c in snapshot.candidates
         if (reason := exclusion(c.slug, c.availability, max_gpus)) is not None
-        or (c.price is None and c.availability.unit_gpus > 1)
+        or _stale_or_unpriced_unit(c)
     ]
     return sorted(kept_out, key=lambda kept: (-_unit_throughput(kept[0]), kept[0].slug))
 

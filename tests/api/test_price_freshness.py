@@ -149,3 +149,19 @@ def test_an_empty_answer_names_a_cheaper_gpu_at_an_older_price(fresh_client, key
     loose = fresh_client.get("/recommend", params=ask | {"allow_stale": True}).json()
     assert loose["recommendations"][0]["gpu"] == "nvidia-rtx-a6000"
     assert "older price" not in (loose["hint"] or "")
+
+
+def test_a_faster_card_kept_out_by_a_stale_price_is_named_in_the_hint(fresh_client, keys):
+    admin = keys.auth(keys.admin)
+    _price(fresh_client, admin, "nvidia-l40s", 1000, "used", 400)  # fast, only an old price
+    _price(fresh_client, admin, "nvidia-gtx-1070", 50, "used", 400)  # slow: not worth naming
+    params = WORKLOAD | {"budget": 1500, "condition": "used", "limit": 3}
+    strict = fresh_client.get("/recommend", params=params).json()
+    offered = strict["recommendations"]
+    assert offered and all(r["gpu"] != "nvidia-l40s" for r in offered)
+    hint = strict["hint"]
+    month = (utc_today() - timedelta(days=400)).strftime("%Y-%m")
+    assert f"nvidia-l40s (newest $1,000 from {month})" in hint
+    assert "allow_stale=true" in hint and "nvidia-gtx-1070" not in hint
+    loose = fresh_client.get("/recommend", params=params | {"allow_stale": True}).json()
+    assert loose["recommendations"][0]["gpu"] == "nvidia-l40s"
