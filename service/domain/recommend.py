@@ -70,8 +70,11 @@ def configurations(
     scaling_for: ScalingFn,
     measured_multi: Mapping[tuple[str, int], Measurement],
     use_measured_multi: bool = True,
+    result_noise: float = 0.0,
 ) -> list[Configuration]:
-    """Every priced (GPU, count) that can be bought, best throughput first, then cheapest."""
+    """Every priced (GPU, count) that can be bought, best throughput first, then cheapest.
+    A measured multi-GPU value's band is its results' spread, never narrower than
+    `result_noise` x the median either way (one result has no spread of its own)."""
     configs: list[Configuration] = []
     for cand in candidates:
         if cand.price is None:
@@ -81,7 +84,7 @@ def configurations(
             measured = measured_multi.get((cand.slug, count)) if count > 1 else None
             if measured is not None and use_measured_multi:
                 ratio = measured.median / single.value
-                low, high = measured.band()
+                low, high = measured_band(measured, result_noise)
                 configs.append(
                     Configuration(
                         cand,
@@ -112,6 +115,13 @@ def configurations(
             )
     configs.sort(key=lambda c: (-c.throughput, c.total_price, c.candidate.slug))
     return configs
+
+
+def measured_band(measured: Measurement, result_noise: float) -> tuple[float, float]:
+    """The results' median -+ 1.4826 x MAD, at least -+ `result_noise` x the median."""
+    low, high = measured.band()
+    spread = result_noise * measured.median
+    return max(min(low, measured.median - spread), 0.0), max(high, measured.median + spread)
 
 
 ExtraFn = Callable[[Configuration], "float | None"]

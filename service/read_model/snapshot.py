@@ -10,7 +10,8 @@ within `cache_ttl_s`.
 """
 
 import logging
-from collections.abc import Callable, Hashable
+import statistics
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import NamedTuple, TypeVar, cast
@@ -18,6 +19,7 @@ from typing import NamedTuple, TypeVar, cast
 from sqlmodel import Session, col, select
 
 from service.domain import estimate as est
+from service.domain import throughput_model as tm
 from service.domain.availability import Availability
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configurations
@@ -72,6 +74,8 @@ class Snapshot:
     # says which data is missing when nothing is priced in the asked condition.
     priced_otherwise: frozenset[str] = frozenset()
     fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
+    # relative half-width of a measured value's band with no spread of its own (result_noise)
+    result_noise: float = 0.0
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
     _costed: dict[tuple[object, ...], Costed] = field(default_factory=dict)
     _derived: dict[Hashable, object] = field(default_factory=dict)
@@ -155,6 +159,7 @@ class Snapshot:
                 lambda c, n: self.scaling(mode, framework, c, n),
                 self.measured_multi,
                 use_measured_multi=(mode == "parallel"),
+                result_noise=self.result_noise,
             ),
         )
 
@@ -240,4 +245,16 @@ def build_snapshot(
         ownership=load_ownership(session, today, max_price_age_days),
         priced_otherwise=frozenset(priced_otherwise),
         fitted=profiles.fitted_efficiency,
+        result_noise=result_noise(estimates.values()),
     )
+
+
+def result_noise(estimates: Iterable[est.Estimate]) -> float:
+    """Median relative half-width of the workload's measured single-GPU bands (each its
+    results' spread, or the model's pooled noise for one result): the least spread a measured
+    multi-GPU value is given, so that one result never answers with a zero-width band. The
+    model's stated default (5%) where no single GPU is measured."""
+    widths = [
+        (e.high - e.low) / (2 * e.value) for e in estimates if e.basis == "measured" and e.value > 0
+    ]
+    return statistics.median(widths) if widths else tm.DEFAULT_RELATIVE_NOISE

@@ -187,6 +187,33 @@ def test_measured_multi_gpu_result_overrides_the_profile_even_above_linear():
     assert two.speedup == pytest.approx(2.05)
 
 
+@given(
+    st.floats(1, 1e5),
+    st.integers(1, 20),
+    st.floats(0, 1e4),
+    st.floats(0, 0.5),
+)
+def test_a_measured_multi_gpu_band_is_its_spread_never_narrower_than_the_noise(
+    median, n, mad, noise
+):
+    cands = [candidate("a", 100.0, 1000)]
+    measured = {("a", 2): est.Measurement(median, n, mad)}
+    configs = configurations(
+        cands,
+        2,
+        lambda c, n: scaling(PROFILES, "parallel", "pytorch", "pcie", n),
+        measured,
+        result_noise=noise,
+    )
+    two = next(c for c in configs if c.count == 2)
+    low, high = measured[("a", 2)].band()
+    assert two.low == pytest.approx(max(min(low, median * (1 - noise)), 0.0))
+    assert two.high == pytest.approx(max(high, median * (1 + noise)))
+    assert 0 <= two.low <= two.throughput <= two.high
+    if noise >= 1e-6:  # one result (mad 0) still gets a band
+        assert two.high > two.low
+
+
 def test_unpriced_gpus_are_never_recommended():
     assert ranked([candidate("a", 100.0, None)]) == []
 
