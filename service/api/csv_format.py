@@ -38,6 +38,14 @@ def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def header_value(text: str) -> str:
+    """`text` as an HTTP header value: control characters (a CR/LF would end the header) as
+    spaces, and what Latin-1 cannot carry as backslash escapes (a price source is free text: an
+    en dash in one made the CSV answer a 500)."""
+    flat = "".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in text)
+    return flat.encode("ascii", "backslashreplace").decode("ascii")
+
+
 def csv_response(
     rows: Iterable[Mapping[str, Any]], columns: Sequence[str], headers: dict[str, str] | None = None
 ) -> Response:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from service.api.asks import ask_for, llm_limits, recommendation_ask
-from service.api.csv_format import columns_for, csv_response, wants_csv
+from service.api.csv_format import columns_for, csv_response, header_value, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.direct_route import DirectRoute
 from service.api.http_cache import http_cached
@@ -97,7 +97,7 @@ def _respond(
     `answer`'s fields (what the ask read). Built and validated here and serialized once,
     skipping FastAPI's second validation pass."""
     if as_csv:
-        headers = {"X-Hint": hint} if hint else None
+        headers = {"X-Hint": header_value(hint)} if hint else None
         return csv_response((i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers)
     body = Recommendations(
         recommendations=items,

@@ -431,3 +431,18 @@ def test_rows_kept_per_snapshot_still_answer_each_budget_and_cost_setting(client
     assert [r["rank"] for r in again] == list(
         range(1, len(again) + 1)
     )  # sort=tco renumbered copies only
+
+
+def test_a_csv_hint_quoting_free_text_is_a_valid_header(client, keys):
+    """A price source is free text; the hint that quotes it travels in X-Hint, which HTTP
+    limits to single-line Latin-1 (an en dash made this answer a 500)."""
+    source = "H\u00e4ndler \u2013 eBay \u20ac150 \u2192\r\nX-Injected: yes"
+    body = {"gpu": "nvidia-rtx-3070", "usd": 150, "condition": "used", "source": source}
+    body["observed_at"] = str(utc_today())
+    assert client.post("/prices", json=body, headers=keys.auth(keys.admin)).status_code == 201
+    answer = client.get("/recommend?budget=100&format=csv")
+    assert answer.status_code == 200
+    hint = answer.headers["x-hint"]
+    assert "x-injected" not in answer.headers and "\r" not in hint and "\n" not in hint
+    assert hint.isascii() and "H\\xe4ndler \\u2013 eBay \\u20ac150 \\u2192  X-Injected" in hint
+    assert "H\u00e4ndler \u2013 eBay" in client.get("/recommend?budget=100").json()["hint"]
