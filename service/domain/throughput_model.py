@@ -105,11 +105,12 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   workload), scaled to the data: a spec ratio.
 - Physics: no estimate passes the GPU's compute ceiling, its fastest unit's spec rate (calibrated
   where measured) / FLOPs per unit, which the gate holds results to as well (plausibility.py);
-  value and band stop there (`compute_ceiling`). A fit is of the GPUs measured: the MLPerf
-  Llama-2-70B offline fit puts all its work on memory traffic, which put a GTX 1080 Ti at 6.4
-  times what its arithmetic can do, and the llm.c GPT-2 fit V100s at 1.5-1.7 times and an H20
-  at 1.6 times. Of 7,057 estimates on the shipped corpus 226 stop at the ceiling; no held-out
-  prediction of a measured GPU did, so the leave-one-out figures are unchanged.
+  value and band stop there, the band keeping its width below it (`compute_ceiling`). A fit is
+  of the GPUs measured: the MLPerf Llama-2-70B offline fit puts all its work on memory traffic,
+  which put a GTX 1080 Ti at 6.4 times what its arithmetic can do, and the llm.c GPT-2 fit
+  V100s at 1.5-1.7 times and an H20 at 1.6 times. Of 7,057 estimates on the shipped corpus 226
+  stop at the ceiling; no held-out prediction of a measured GPU did, so the leave-one-out
+  figures are unchanged.
 - Odd data never raises: rates are clamped to [RATE_MIN, RATE_MAX], medians outside
   [VALUE_MIN, VALUE_MAX] or not finite are ignored, log half-widths are capped at
   ``MAX_LOG_HALF_WIDTH``, and a workload whose fit fails numerically is left unfitted.
@@ -739,7 +740,9 @@ class FittedModel:
         low, high = value * math.exp(-half), value * math.exp(half)
         if not (math.isfinite(low) and math.isfinite(high)):
             return None
-        value, low, high = min(value, ceiling), min(low, ceiling), min(high, ceiling)
+        if value > ceiling:  # the band keeps its width, below the ceiling: never zero-width
+            value, low, high = ceiling, ceiling * math.exp(-2 * half), ceiling
+        high = min(high, ceiling)
         return Prediction(
             gpu,
             workload,
