@@ -157,7 +157,7 @@ def recommendation_rows(
             for rank, c in enumerate(chosen, 1)
         ]
         top = chosen[0].throughput if chosen else 0.0
-        return items, _hints(snapshot, items, budget, min_memory_gb, ask.max_gpus, top, stack)
+        return items, _hints(snapshot, items, ask, min_memory_gb, top)
     fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra)
     all_items = [
         _recommendation(c, rank, snapshot, budget, extra, costs)
@@ -165,23 +165,27 @@ def recommendation_rows(
     ]
     items = ranked_by_cost(all_items, ask.limit, "unit of work")
     top = max((c.throughput for c in fitting), default=0.0)
-    return items, _hints(snapshot, items, budget, min_memory_gb, ask.max_gpus, top, stack)
+    return items, _hints(snapshot, items, ask, min_memory_gb, top)
 
 
 def _hints(
     snapshot: Snapshot,
     items: list[Recommendation],
-    budget: float,
+    ask: RecommendationAsk,
     min_memory_gb: float,
-    max_gpus: int,
     top: float,
-    stack: str | None,
 ) -> str | None:
+    stack = ask.stack
     pool = snapshot.kept(
         ("pool", min_memory_gb, stack), partial(_pool, snapshot, min_memory_gb, stack)
     )
-    parts = [] if items else [_hint(snapshot, pool, budget, min_memory_gb)]
-    parts += _kept_out(snapshot, pool, budget, max_gpus, top)
+    if ask.costs is not None and ask.max_power_w is not None:  # what the ask's power limit keeps
+        costs, limit = ask.costs, ask.max_power_w
+        pool = [
+            c for c in pool if fits_power(c.tdp_w, max(1, c.availability.unit_gpus), costs, limit)
+        ]
+    parts = [] if items else [_hint(snapshot, pool, ask.budget, min_memory_gb)]
+    parts += _kept_out(snapshot, pool, ask.budget, ask.max_gpus, top)
     return "; ".join(parts) or None
 
 

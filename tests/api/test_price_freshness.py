@@ -165,3 +165,5 @@ def test_a_faster_card_kept_out_by_a_stale_price_is_named_in_the_hint(fresh_clie
     assert "allow_stale=true" in hint and "nvidia-gtx-1070" not in hint
     loose = fresh_client.get("/recommend", params=params | {"allow_stale": True}).json()
     assert loose["recommendations"][0]["gpu"] == "nvidia-l40s"
+    cool = fresh_client.get("/recommend", params=params | {"max_power_w": 300}).json()
+    assert "nvidia-l40s" not in (cool["hint"] or "")  # 350 W: the ask's limit keeps it out too
