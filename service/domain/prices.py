@@ -29,6 +29,12 @@ class PriceObservation:
     id: int = 0
 
 
+def bought_used(price: PriceObservation | None) -> bool:
+    """Whether a configuration priced at `price` is bought used: it gets no resale from the
+    used/new price ratio (tco.py), and a used card never beats a new one (llm_fit)."""
+    return price is not None and price.condition == "used"
+
+
 def age_days(obs: PriceObservation, today: date) -> int:
     return (today - obs.observed_at).days
 

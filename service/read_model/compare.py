@@ -1,6 +1,7 @@
 """Rent or buy for one GPU configuration, from a snapshot: the same costing as /recommend."""
 
 from service.core.errors import InvalidInput
+from service.domain.prices import bought_used
 from service.domain.tco import CostSettings
 from service.read_model.rows import price_info
 from service.read_model.snapshot import Snapshot
@@ -49,7 +50,7 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             throughput,
             costs,
             cand.availability.platform_included,
-            unit_price.condition == "used",
+            bought_used(cand.price or cand.shown_price),  # the price unit_price shows
         )
         o = cost.ownership
         buy = BuySide(

@@ -58,6 +58,7 @@ from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import (
     PriceObservation,
     age_days,
+    bought_used,
     current_price,
     is_stale,
     shown_price,
@@ -447,7 +448,6 @@ class LlmOption:
 
     def as_option(self) -> llm_fit.Option:
         price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
-        used = self.gpu.price is not None and self.gpu.price.condition == "used"
         return llm_fit.Option(
             self.gpu.slug,
             self.count,
@@ -456,7 +456,7 @@ class LlmOption:
             self.high,
             price,
             self.headroom,
-            used,
+            bought_used(self.gpu.price),
         )
 
 
@@ -949,7 +949,7 @@ def _costed(o: LlmOption, total: float, data: LlmData, costs: CostSettings) -> C
         o.throughput,
         costs,
         platform_included(o.gpu.sold_as, o.gpu.unit_gpus),
-        o.gpu.price is not None and o.gpu.price.condition == "used",
+        bought_used(o.gpu.price),
     )
 
 

@@ -10,7 +10,7 @@ from itertools import takewhile
 from typing import Any
 
 from service.domain.availability import exclusion
-from service.domain.prices import PriceObservation, age_days, is_stale
+from service.domain.prices import PriceObservation, age_days, bought_used, is_stale
 from service.domain.recommend import (
     Candidate,
     Configuration,
@@ -219,7 +219,7 @@ def _costs(
         throughput,
         costs,
         cand.availability.platform_included,
-        cand.price is not None and cand.price.condition == "used",
+        bought_used(cand.price),
     )
     return cost.fields(), cost.sentence()
 
@@ -341,7 +341,7 @@ def _kept_out(
     in_pool = {c.slug for c in pool}
     floor = _datacenter_price_floor(pool)
     parts: list[str] = []
-    unpriced: list[str] = []
+    unpriced: list[tuple[str, bool]] = []  # (how it is named, has an older price)
     for c, reason in faster:
         if c.slug not in in_pool:
             continue
@@ -352,26 +352,27 @@ def _kept_out(
                 continue  # would not fit the budget anyway
             if len(parts) < _KEPT_OUT_SHOWN:
                 parts.append(reason if known else f"{reason} (no public purchase price yet)")
-        elif _stale_or_unpriced_unit(c):
+        else:  # _stale_or_unpriced_unit(c): what _may_be_kept_out keeps besides a reason
             newest = c.shown_price
             unit_floor = newest.usd if newest else floor
             if unit_floor is None or unit_floor * c.availability.unit_gpus > budget:
                 continue  # the unit would not fit the budget at its last or lowest price
             unpriced.append(
-                f"{c.slug} (newest ${newest.usd:,.0f} from {_month(newest)})"
+                (f"{c.slug} (newest ${newest.usd:,.0f} from {_month(newest)})", True)
                 if newest
-                else f"{c.slug} (no public purchase price; cloud rates: /prices?gpu={c.slug})"
+                else (
+                    f"{c.slug} (no public purchase price; cloud rates: /prices?gpu={c.slug})",
+                    False,
+                )
             )
     if unpriced:
         days = snapshot.max_price_age_days
         shown = unpriced[:_KEPT_OUT_SHOWN]
-        older = (
-            " (allow_stale=true ranks at older prices)" if any("newest" in u for u in shown) else ""
-        )
+        older = any(has_older for _, has_older in shown)
         parts.append(
             f"no {_condition_phrase(snapshot.condition)} price newer than {days} days for "
-            + ", ".join(shown)
-            + older
+            + ", ".join(named for named, _ in shown)
+            + (" (allow_stale=true ranks at older prices)" if older else "")
         )
     return parts
 
