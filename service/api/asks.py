@@ -7,6 +7,7 @@ what is asked about); a weight format or context the model or task cannot use is
 the query parameter.
 """
 
+from collections.abc import Collection
 from typing import Any
 
 from service.catalog import llm
@@ -17,6 +18,32 @@ from service.read_model.rows import RecommendationAsk
 from service.schemas.queries import RecommendQuery
 
 DEFAULT_CONTEXT = 4096
+# The parameters only a language-model ask (model=...) reads, on /recommend; /rankings adds
+# max_gpus and framework, which its workload rankings (one GPU each) do not read.
+MODEL_ASK_PARAMS = ("task", "quant", "context", "batch", "min_tokens_per_s")
+WORKLOAD_ASK_PARAMS = ("workload", "precision")
+_WITH_MODEL = {
+    "workload": "workload and model are two asks: a measured workload, or a language model "
+    "costed by its memory and speed model; pass one",
+    "precision": "a model= ask names its weight format with quant, not precision",
+}
+
+
+def check_ask_kind(given: Collection[str], model_params: Collection[str]) -> None:
+    """A parameter the ask does not read is a 422 naming it, not silently ignored: a model=
+    ask reads no workload or precision, a workload ask none of `model_params`."""
+    if "model" in given:
+        errors = [(name, _WITH_MODEL[name]) for name in WORKLOAD_ASK_PARAMS if name in given]
+    else:
+        errors = [
+            (name, f"{name} applies only to a language-model ask (with model=...; GET /models)")
+            for name in model_params
+            if name in given
+        ]
+    if errors:
+        raise InvalidInput(
+            [{"loc": ["query", name], "msg": msg, "type": "not_applicable"} for name, msg in errors]
+        )
 
 
 def resolve(

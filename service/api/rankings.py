@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.asks import ask_for
+from service.api.asks import MODEL_ASK_PARAMS, ask_for, check_ask_kind
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import CostQueryDep, ReadModelDep
 from service.api.http_cache import http_cached
@@ -18,6 +18,12 @@ from service.schemas.llm import TaskName
 from service.schemas.rankings import RankingItem, Rankings, RankingSort
 
 router = APIRouter(tags=["rankings"])
+# /rankings of a workload rank single GPUs at the workload's own framework profile.
+MODEL_RANKING_PARAMS = (
+    *[p for p in MODEL_ASK_PARAMS if p != "min_tokens_per_s"],
+    "max_gpus",
+    "framework",
+)
 CSV_COLUMNS = columns_for(RankingItem)
 
 
@@ -49,6 +55,7 @@ async def rankings(
     max_gpus: Annotated[int, Query(ge=1, le=8)] = 8,
     framework: Annotated[str, Query(pattern=r"^[a-z0-9_.+-]+$", max_length=32)] = "pytorch",
 ) -> Response:
+    check_ask_kind(request.query_params.keys(), MODEL_RANKING_PARAMS)
     if model is not None:
         return await _llm_rankings(
             request,

@@ -5,7 +5,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from service.api.asks import ask_for, llm_limits, recommendation_ask
+from service.api.asks import (
+    MODEL_ASK_PARAMS,
+    ask_for,
+    check_ask_kind,
+    llm_limits,
+    recommendation_ask,
+)
 from service.api.csv_format import columns_for, csv_response, header_value, wants_csv
 from service.api.deps import ReadModelDep
 from service.api.direct_route import DirectRoute
@@ -30,6 +36,7 @@ RecommendQueryDep = Annotated[RecommendQuery, Depends(QueryModel(RecommendQuery)
 )
 @http_cached
 async def recommend(request: Request, read_model: ReadModelDep, q: RecommendQueryDep) -> Response:
+    check_ask_kind(q.model_fields_set, MODEL_ASK_PARAMS)
     if q.model is not None:
         return await _llm_answer(request, read_model, q)
     read = await read_model.recommendations(recommendation_ask(q))

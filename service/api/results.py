@@ -12,6 +12,7 @@ from service.api.deps import MetricsDep, ReadModelDep, RowId, SessionDep, WriteS
 from service.api.pagination import id_page
 from service.api.responses import NOT_FOUND, TOO_LARGE, WRITE_AUTH
 from service.api.security import AdminKey, SubmitterKey
+from service.catalog.lookup import by_slugs
 from service.core.errors import InvalidInput, NotFound
 from service.ingest import idempotency
 from service.ingest.gate import BatchRejected, store_results
@@ -164,8 +165,10 @@ def list_results(
 ) -> Page[ResultRead]:
     query = _query()
     if gpu is not None:
+        _refuse_unknown("gpu", by_slugs(session, Gpu, [gpu])[1])
         query = query.where(Gpu.slug == gpu)
     if workload is not None:
+        _refuse_unknown("workload", by_slugs(session, Workload, [workload])[1])
         query = query.where(Workload.slug == workload)
     if status is not None:
         query = query.where(Result.status == status)
@@ -174,6 +177,15 @@ def list_results(
     page, next_cursor = id_page(session, query, col(Result.id), cursor, limit)
     items = [_read(*row) for row in page]
     return Page[ResultRead](items=items, next_cursor=next_cursor)
+
+
+def _refuse_unknown(name: str, unknown: dict[str, list[str]]) -> None:
+    """A filter naming no catalog row is a 422 with the closest slugs, not an empty page that
+    reads as 'no results yet'."""
+    for slug, suggestions in unknown.items():
+        raise InvalidInput.one(
+            ("query", name), f"unknown {name} {slug!r}", f"unknown_{name}", suggestions=suggestions
+        )
 
 
 def _one(session: Session, result_id: int) -> ResultRead:

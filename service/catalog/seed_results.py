@@ -25,6 +25,7 @@ from sqlmodel import Session, col, select
 
 from service.auth import create_api_key
 from service.catalog.corpus import CorpusRow, load_corpus
+from service.domain.vocabulary import precisions_for
 from service.ingest.gate import store_results
 from service.ingest.rejudge import rejudge_peers
 from service.models import ApiKey, Gpu, Result, Workload
@@ -105,9 +106,14 @@ def seed_results(session: Session, rows: list[CorpusRow] | None = None) -> Resul
     report = ResultSeedReport()
     corpus = load_corpus() if rows is None else rows
     gpus: dict[str, int] = {s: i for s, i in session.exec(select(Gpu.slug, Gpu.id)) if i}
-    workloads: dict[str, int] = {
-        s: i for s, i in session.exec(select(Workload.slug, Workload.id)) if i
-    }
+    workloads: dict[str, int] = {}
+    precisions: dict[str, tuple[str, ...]] = {}  # what each workload can run at (the gate's rule)
+    for slug, wid, own, quant in session.exec(
+        select(Workload.slug, Workload.id, Workload.precision, Workload.quant)
+    ):
+        if wid:
+            workloads[slug] = wid
+            precisions[slug] = precisions_for(own, quant is not None)
     keys = {
         k.name: k
         for k in session.exec(select(ApiKey).where(col(ApiKey.name).startswith(SEED_PREFIX)))
@@ -136,6 +142,9 @@ def seed_results(session: Session, rows: list[CorpusRow] | None = None) -> Resul
             report.already += 1
             continue
         seen.add(identity)
+        if row.precision not in precisions[row.workload]:
+            report.invalid += 1  # the gate would refuse its whole batch
+            continue
         try:
             item = _item(row)
         except ValidationError:

@@ -59,6 +59,22 @@ COMPUTE_PRECISION: dict[str, str] = {
     "q4_k_s": "int8",
     "q4_0": "int8",
 }
+# The number formats a workload's matmuls can be asked to run in: the precisions that are their
+# own arithmetic. A weight format (GGUF, AWQ, NF4, ...: run at another precision above) changes
+# a model's bytes as well as its arithmetic, so it belongs to a language-model ask
+# (`model=...&quant=...`) or to a workload that fixes one (llama-bench's), which is asked at its
+# own precision only: ResNet-50 training at q4_k_m is no workload at all.
+ARITHMETIC_PRECISIONS: tuple[Precision, ...] = tuple(
+    p for p in PRECISIONS if COMPUTE_PRECISION[p] == p
+)
+
+
+def precisions_for(own: str, fixed_format: bool) -> tuple[str, ...]:
+    """The precisions a workload may be asked at: its own when it fixes a weight format,
+    else the arithmetic ones."""
+    return (own,) if fixed_format else ARITHMETIC_PRECISIONS
+
+
 Basis = Literal["measured", "estimated"]  # a measured median, or a model's estimate
 Mode = Literal["parallel", "independent"]  # one job over n GPUs, or n jobs at once
 Role = Literal["submitter", "admin"]

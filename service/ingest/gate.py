@@ -20,6 +20,7 @@ from service.catalog.lookup import by_slugs
 from service.catalog.peaks import peak_rates
 from service.core.errors import InvalidInput
 from service.domain.plausibility import exceeds_peak
+from service.domain.vocabulary import precisions_for
 from service.ingest.groups import evaluate_locked, lock_groups
 from service.ingest.known import read_known
 from service.ingest.peers import GpuSpec, check_peers
@@ -49,6 +50,30 @@ def _unknown_slug_errors(
     ]
 
 
+def _precision_errors(
+    items: Sequence[ResultIn], workloads: Mapping[str, Workload]
+) -> list[dict[str, Any]]:
+    """Rows at a precision their workload cannot run at (ResNet-50 training at q4_k_m, a
+    llama-bench Q4_K_M workload at fp16): refused with the batch, as the reads refuse the ask."""
+    errors: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        workload = workloads.get(item.workload)
+        if workload is None:
+            continue
+        allowed = precisions_for(workload.precision, workload.quant is not None)
+        if item.precision not in allowed:
+            errors.append(
+                {
+                    "loc": ["body", "results", index, "precision"],
+                    "msg": f"{workload.slug} cannot run at {item.precision}; it takes "
+                    + ", ".join(allowed),
+                    "type": "precision_not_applicable",
+                    "allowed": list(allowed),
+                }
+            )
+    return errors
+
+
 def _resolve(
     session: Session, items: Sequence[ResultIn]
 ) -> tuple[dict[str, Gpu], dict[str, Workload]]:
@@ -57,6 +82,7 @@ def _resolve(
     workloads, unknown_workloads = by_slugs(session, Workload, {item.workload for item in items})
     errors = _unknown_slug_errors(items, "gpu", unknown_gpus)
     errors += _unknown_slug_errors(items, "workload", unknown_workloads)
+    errors += _precision_errors(items, workloads)
     if errors:
         raise BatchRejected(sorted(errors, key=lambda e: e["loc"][2]))
     return gpus, workloads

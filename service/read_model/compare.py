@@ -1,6 +1,7 @@
 """Rent or buy for one GPU configuration, from a snapshot: the same costing as /recommend."""
 
 from service.core.errors import InvalidInput
+from service.domain.matching import suggest
 from service.domain.prices import bought_used
 from service.domain.tco import CostSettings
 from service.read_model.rows import price_info
@@ -11,7 +12,12 @@ from service.schemas.tco import BuySide, CloudOfferOut, Comparison
 def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -> Comparison:
     cand = snapshot.by_slug.get(slug)
     if cand is None:
-        raise InvalidInput.one(("query", "gpu"), f"unknown GPU {slug!r}", "unknown_gpu")
+        raise InvalidInput.one(
+            ("query", "gpu"),
+            f"no GPU {slug!r} with an estimate for {snapshot.workload.slug}",
+            "unknown_gpu",
+            suggestions=suggest(slug, snapshot.by_slug),
+        )
     config = next(
         (
             c

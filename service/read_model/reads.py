@@ -14,7 +14,7 @@ from service.core.errors import InvalidInput, UnknownSlug
 from service.core.settings import Settings
 from service.domain import llm_fit
 from service.domain.tco import CostSettings
-from service.domain.vocabulary import ConditionChoice
+from service.domain.vocabulary import ConditionChoice, precisions_for
 from service.models import Workload
 from service.read_model import llm as llm_rows
 from service.read_model.answer_cache import AnswerCache
@@ -33,6 +33,25 @@ def _query_workload(session: Session, slug: str) -> Workload:
         raise InvalidInput.one(
             ("query", "workload"), exc.detail, "unknown_workload", suggestions=exc.suggestions
         ) from None
+
+
+def _query_precision(workload: Workload, precision: str | None) -> str:
+    """The precision a read asks for (the workload's own by default); one the workload cannot
+    run at is a 422 naming the query parameter and the precisions it can."""
+    if precision is None:
+        return workload.precision
+    allowed = precisions_for(workload.precision, workload.quant is not None)
+    if precision not in allowed:
+        raise InvalidInput.one(
+            ("query", "precision"),
+            f"{workload.slug} cannot run at {precision}: it is asked at "
+            + ", ".join(allowed)
+            + (" (its weight format is fixed)" if len(allowed) == 1 else "")
+            + "; a model's weight format is asked with model=...&quant=...",
+            "precision_not_applicable",
+            allowed=list(allowed),
+        )
+    return precision
 
 
 def snapshot_key(
@@ -91,7 +110,7 @@ class ReadModel:
                 return build_snapshot(
                     session,
                     workload,
-                    key.precision or workload.precision,
+                    _query_precision(workload, key.precision),
                     key.condition,
                     settings.reference_gpu,
                     key.day,

@@ -123,6 +123,16 @@ def test_unknown_slugs_reject_the_whole_batch_with_suggestions(client, keys, db)
     assert count_results(db) == 0
 
 
+def test_a_precision_the_workload_cannot_run_at_rejects_the_whole_batch(client, keys, db):
+    batch = [result(), result(precision="q4_k_m"), result()]
+    response = post(client, keys, {"results": batch})
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["body", "results", 1, "precision"]
+    assert error["type"] == "precision_not_applicable" and "fp16" in error["allowed"]
+    assert count_results(db) == 0
+
+
 @pytest.mark.parametrize(
     ("field", "bad"),
     [

@@ -277,8 +277,10 @@ def test_compare_without_cloud_prices_or_for_an_unknown_gpu(client):
     body = client.get("/compare", params={"gpu": gpu}).json()
     assert body["cheapest_cloud"] is None and body["break_even_hours"] is None
     assert "No current cloud price" in body["why"]
-    unknown = client.get("/compare", params={"gpu": "nvidia-rtx-9999"})
+    unknown = client.get("/compare", params={"gpu": "nvidia-rtx-4091"})
     assert unknown.status_code == 422
+    (error,) = unknown.json()["detail"]
+    assert error["loc"] == ["query", "gpu"] and "nvidia-rtx-4090" in error["suggestions"]
 
 
 def test_the_budget_pays_for_the_box_several_cards_need(client):
