@@ -18,6 +18,7 @@ from service.schemas.common import Problem
 from service.schemas.llm import MemoryAnswer, OptimizerName, TaskName
 
 router = APIRouter(tags=["memory"])
+MAX_GPUS = 64
 
 
 class MemoryQuery(BaseModel):
@@ -37,7 +38,7 @@ class MemoryQuery(BaseModel):
     )
     batch: int = Field(1, ge=1, le=4096, description="Sequences at once.")
     gpus: int = Field(
-        1, ge=1, le=64, description="GPUs the model is split over (see the answer's split)."
+        1, ge=1, le=MAX_GPUS, description="GPUs the model is split over (see the answer's split)."
     )
     optimizer: OptimizerName = "adamw"
     lora_rank: int = Field(16, ge=1, le=4096)
@@ -49,6 +50,23 @@ def breakdown(
     q: MemoryQuery,
 ) -> tuple[memory.ModelSpec, memory.Quantization, memory.MemoryBreakdown]:
     spec, quant, context = resolve(q.model, q.quant, q.task, q.context)
+    split = memory.effective_split(None, quant, q.task)
+    if not memory.split_fits(spec, q.gpus, split):
+        counts = [n for n in range(1, MAX_GPUS + 1) if memory.split_fits(spec, n, split)]
+        why = (
+            f"tensor parallelism, which needs its {spec.heads} attention heads divisible by "
+            "the GPU count"
+            if split == "tensor"
+            else f"layers, at least one of its {spec.layers} per GPU"
+        )
+        raise InvalidInput.one(
+            ("query", "gpus"),
+            f"{spec.slug} in {quant.name} is split by {why}: "
+            + ", ".join(map(str, counts))
+            + " GPUs",
+            "split_not_possible",
+            allowed=counts,
+        )
     try:
         result = memory.memory_breakdown(
             spec,

@@ -527,6 +527,13 @@ def total_over_gpus(model: ModelSpec, per_gpu: MemoryBreakdown) -> float:
     return per_gpu.total * per_gpu.gpus
 
 
+def split_fits(model: ModelSpec, gpus: int, split: SplitMode) -> bool:
+    """Whether `gpus` GPUs can share the model as `split` says: tensor parallelism gives each
+    GPU whole attention heads, so it needs the heads divisible by the count (vLLM and
+    Megatron refuse others); a layer split takes any count up to the number of layers."""
+    return model.heads % gpus == 0 if split == "tensor" else gpus <= model.layers
+
+
 def gpus_needed(
     model: ModelSpec, memory_gb_per_gpu: float, max_gpus: int = 8, **kwargs: Any
 ) -> int | None:
@@ -537,7 +544,7 @@ def gpus_needed(
         kwargs.get("split"), kwargs.get("quant"), kwargs.get("task", "inference")
     )
     for n in range(1, max_gpus + 1):
-        if model.heads % n if split == "tensor" else n > model.layers:
+        if not split_fits(model, n, split):
             continue
         if memory_breakdown(model, gpus=n, **kwargs).total_gb <= memory_gb_per_gpu:
             return n

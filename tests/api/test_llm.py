@@ -74,6 +74,8 @@ def test_memory_formulas_are_in_the_openapi_docs(client):
         ({"model": "llama-3.1-8b", "task": "full-finetune", "quant": "q4_k_m"}, 422, "quant"),
         ({"model": "llama-3.1-8b", "task": "pretrain"}, 422, "task"),
         ({"model": "llama-3.1-8b", "batch": 0}, 422, "batch"),
+        ({"model": "llama-3.1-70b", "gpus": 3}, 422, "gpus"),  # 64 heads: no 3-way tensor split
+        ({"model": "gpt2-124m", "quant": "q4_k_m", "gpus": 13}, 422, "gpus"),  # 12 layers
     ],
 )
 def test_memory_errors_name_the_field_and_unknown_models_suggest(client, params, status, field):
@@ -83,6 +85,14 @@ def test_memory_errors_name_the_field_and_unknown_models_suggest(client, params,
         assert "llama-3.1-8b" in response.json()["suggestions"]
     else:
         assert response.json()["detail"][0]["loc"] == ["query", field]
+
+
+def test_a_tensor_split_lists_the_gpu_counts_that_divide_the_heads(client):
+    answer = client.get("/memory", params={"model": "llama-3.1-70b", "gpus": 3})
+    (error,) = answer.json()["detail"]
+    assert error["allowed"] == [1, 2, 4, 8, 16, 32, 64]
+    layered = client.get("/memory", params={"model": "llama-3.1-70b", "quant": "q4_k_m", "gpus": 3})
+    assert layered.status_code == 200 and layered.json()["split"] == "layer"
 
 
 def test_recommend_8b_qlora_within_3000_fits_with_tokens_per_s_and_headroom(client):
