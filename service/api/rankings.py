@@ -115,6 +115,7 @@ async def _llm_rankings(
     ask = ask_for(model, task, quant, context, batch)
     read = await read_model.llm(condition, ask, allow_stale)
     rows = llm_rows.ranking_rows(ask, read.data, max_gpus, framework, sort, pool, costs)
+    llm_rows.relative_to(rows, ask, read.data, framework, read_model.settings.reference_gpu)
     if wants_csv(request, format):
         as_csv = csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
         return read_model.stored(request.scope, read, as_csv)

@@ -70,6 +70,7 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
     limits = llm_limits(q)
     read = await read_model.llm(q.condition, ask, q.allow_stale)
     items, hint = llm_rows.recommendation_rows(ask, read.data, limits, q.framework, q.limit)
+    llm_rows.relative_to(items, ask, read.data, q.framework, read_model.settings.reference_gpu)
     answer = _respond(
         q,
         items,

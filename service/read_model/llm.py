@@ -38,7 +38,7 @@ computed 8B /recommend takes 0.4 ms instead of 4.3 ms, in process (bench/ask_lat
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import partial
@@ -86,6 +86,7 @@ from service.schemas.queries import MAX_GPUS
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
 UNIT = "tokens/s"
+MAX_REFERENCE_GPUS = 8  # the most reference GPUs relative_performance counts a model split over
 TRAIN_REFERENCE = "llm-train"  # the catalog workload whose estimates training asks scale
 _TOKENS = re.compile(r"-(pp|tg)(\d+)$")
 
@@ -906,6 +907,22 @@ def with_replicas(fitting: list[LlmOption], max_gpus: int) -> list[LlmOption]:
                 )
             )
     return out
+
+
+def relative_to(
+    rows: Sequence[RankingItem | Recommendation],
+    ask: llm_fit.Ask,
+    data: LlmData,
+    framework: str,
+    reference: str,
+) -> None:
+    """Set each row's relative_performance: its tokens/s over the reference GPU's on the same
+    ask, at the fewest reference GPUs that hold the model (of any stack, priced or not: the
+    same yardstick whatever the filters); left None when no count up to 8 holds it."""
+    options_ = ranked_options(ask, data, MAX_REFERENCE_GPUS, framework, Pool())
+    base = next((o.throughput for o in options_ if o.gpu.slug == reference), None)
+    for row in rows:
+        row.relative_performance = row.throughput / base if base else None
 
 
 def recommendation_rows(

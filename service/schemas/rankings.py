@@ -41,7 +41,9 @@ class AnswerRow(BaseModel):
     )
     n: int = Field(description="Results behind a measured value; measured GPUs behind a fit.")
     band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
-    relative_performance: float | None = Field(description="Reference GPU = 1.0.")
+    relative_performance: float | None = Field(
+        description="Reference GPU = 1.0 (a model ask: at the fewest reference GPUs that hold it)."
+    )
     perf_per_dollar: float | None = Field(
         description="units/s per USD of the current price; None when stale or unknown."
     )

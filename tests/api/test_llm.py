@@ -667,7 +667,9 @@ def test_llm_asks_share_one_fit_per_ask_shape_and_answer_as_if_computed_alone(
         alone = [client.get(path, params=params) for path, params in asks]
     for (path, params), a, b in zip(asks, kept, alone, strict=True):
         assert a.json() == b.json(), (path, params)
-    assert len(computed) == 3 + len(asks)
+    # kept nothing: each ask computes its own options and the reference GPU's (the same as
+    # /rankings' every GPU, shared above), both again
+    assert len(computed) == 3 + 2 * len(asks)
 
 
 def test_a_model_split_over_gpus_decodes_as_its_runtime_splits_it(client, keys):
@@ -716,3 +718,23 @@ def test_memory_over_a_layer_split_counts_the_weights_once(client):
     tensor = client.get("/memory", params={**ask, "quant": "bf16", "gpus": 4}).json()
     assert tensor["split"] == "tensor"
     assert tensor["total_all_gpus_gb"] == pytest.approx(4 * tensor["total_gb"], abs=0.005)
+
+
+def test_model_asks_say_performance_relative_to_the_reference_gpu(client):
+    """The reference GPU (settings.reference_gpu, the RTX 4090) is 1.0 at the fewest of it that
+    hold the model, on every row of the ask, whatever the stack filter leaves."""
+    ask = {"model": "llama-3.1-8b", "quant": "q4_k_m"}
+    items = client.get("/rankings", params=ask).json()["items"]
+    (ref,) = [r for r in items if r["gpu"] == "nvidia-rtx-4090"]
+    assert ref["relative_performance"] == pytest.approx(1.0)
+    amd = client.get("/rankings", params={**ask, "stack": "rocm-instinct"}).json()["items"]
+    assert amd and all(
+        r["relative_performance"] == pytest.approx(r["throughput"] / ref["throughput"]) for r in amd
+    )
+    recs = client.get("/recommend", params={**ask, "budget": 3000}).json()["recommendations"]
+    assert recs and all(
+        r["relative_performance"] == pytest.approx(r["throughput"] / ref["throughput"])
+        for r in recs
+    )
+    too_big = client.get("/rankings", params={"model": "llama-3.1-405b"}).json()["items"]
+    assert all(r["relative_performance"] is None for r in too_big)  # 8 x 24 GB hold no 405B
