@@ -71,6 +71,13 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             cost_per_million_units=o.cost_per_million_units,
         )
         break_even = cost.break_even_hours
+        if unit_price.stale:
+            notes.append(
+                f"Bought at the newest price, ${unit_price.usd:,.0f} {unit_price.condition} from "
+                f"{unit_price.observed_at} ({unit_price.age_days} days old, older than the "
+                f"{snapshot.max_price_age_days}-day window /recommend ranks at): today's may "
+                "differ."
+            )
         notes.append(cost.sentence())
     else:
         notes.append(f"{slug} has no current price: buying cannot be costed.")

@@ -271,6 +271,19 @@ def test_compare_answers_cheapest_cloud_offer_and_break_even(db, client):
     assert any(r["gpu"] == slug for r in recs["recommendations"])
 
 
+def test_compare_says_when_it_buys_at_a_price_older_than_the_window(db, client):
+    priced = {p.gpu for p in loaders.load_prices() if p.kind != "cloud"}
+    slug = next(g.slug for g in loaders.load_gpus() if g.slug not in priced and g.tdp_w)
+    _add_price(db, slug, usd=900.0, condition="used", days_ago=36_600)  # the tests window: 36,500
+    client.app.state.read_model.changed()
+    old = client.get("/compare", params={"gpu": slug, "workload": "resnet50-train"}).json()
+    assert old["buy"]["unit_price"]["stale"] and "36600 days old" in old["why"]
+    _add_price(db, slug, usd=950.0, condition="used", days_ago=3)
+    client.app.state.read_model.changed()
+    fresh = client.get("/compare", params={"gpu": slug, "workload": "resnet50-train"}).json()
+    assert not fresh["buy"]["unit_price"]["stale"] and "days old" not in fresh["why"]
+
+
 def test_compare_without_cloud_prices_or_for_an_unknown_gpu(client):
     rented = {p.gpu for p in loaders.load_prices() if p.kind == "cloud"}  # shipped cloud prices
     gpu = next(g.slug for g in loaders.load_gpus() if g.slug not in rented)
