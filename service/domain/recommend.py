@@ -64,6 +64,47 @@ class Configuration:
 ScalingFn = Callable[[Candidate, int], Scaling]
 
 
+def configuration(
+    cand: Candidate,
+    count: int,
+    scaling_for: ScalingFn,
+    measured_multi: Mapping[tuple[str, int], Measurement],
+    use_measured_multi: bool = True,
+    result_noise: float = 0.0,
+) -> Configuration:
+    """`count` x `cand`: the measured value of that many where there is one (and the mode
+    uses it), else the single-GPU value x the scaling profile's speedup. A measured value's
+    band is its results' spread, never narrower than `result_noise` x the median either way
+    (one result has no spread of its own)."""
+    single = cand.estimate
+    measured = measured_multi.get((cand.slug, count)) if count > 1 else None
+    if measured is not None and use_measured_multi:
+        low, high = measured_band(measured, result_noise)
+        return Configuration(
+            cand,
+            count,
+            measured.median,
+            low,
+            high,
+            measured.median / single.value,
+            "measured",
+            "measured",
+            measured.n,
+        )
+    s = scaling_for(cand, count)
+    return Configuration(
+        cand,
+        count,
+        single.value * s.speedup,
+        single.low * s.speedup,
+        single.high * s.speedup,
+        s.speedup,
+        s.basis,
+        single.basis,
+        single.n,
+    )
+
+
 def configurations(
     candidates: Iterable[Candidate],
     max_gpus: int,
@@ -72,47 +113,14 @@ def configurations(
     use_measured_multi: bool = True,
     result_noise: float = 0.0,
 ) -> list[Configuration]:
-    """Every priced (GPU, count) that can be bought, best throughput first, then cheapest.
-    A measured multi-GPU value's band is its results' spread, never narrower than
-    `result_noise` x the median either way (one result has no spread of its own)."""
-    configs: list[Configuration] = []
-    for cand in candidates:
-        if cand.price is None:
-            continue
-        single = cand.estimate
-        for count in purchase_counts(cand.availability, max_gpus):
-            measured = measured_multi.get((cand.slug, count)) if count > 1 else None
-            if measured is not None and use_measured_multi:
-                ratio = measured.median / single.value
-                low, high = measured_band(measured, result_noise)
-                configs.append(
-                    Configuration(
-                        cand,
-                        count,
-                        measured.median,
-                        low,
-                        high,
-                        ratio,
-                        "measured",
-                        "measured",
-                        measured.n,
-                    )
-                )
-                continue
-            s = scaling_for(cand, count)
-            configs.append(
-                Configuration(
-                    cand,
-                    count,
-                    single.value * s.speedup,
-                    single.low * s.speedup,
-                    single.high * s.speedup,
-                    s.speedup,
-                    s.basis,
-                    single.basis,
-                    single.n,
-                )
-            )
+    """Every priced (GPU, count) that can be bought (`configuration` of each), best
+    throughput first, then cheapest."""
+    configs = [
+        configuration(cand, count, scaling_for, measured_multi, use_measured_multi, result_noise)
+        for cand in candidates
+        if cand.price is not None
+        for count in purchase_counts(cand.availability, max_gpus)
+    ]
     configs.sort(key=lambda c: (-c.throughput, c.total_price, c.candidate.slug))
     return configs
 

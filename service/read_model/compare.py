@@ -18,20 +18,7 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             "unknown_gpu",
             suggestions=suggest(slug, snapshot.by_slug),
         )
-    config = next(
-        (
-            c
-            for c in snapshot.ranked_configurations("parallel", "pytorch", count)
-            if c.candidate.slug == slug and c.count == count
-        ),
-        None,
-    )
-    if config is not None:
-        throughput = config.throughput
-    else:
-        throughput = (
-            cand.estimate.value * snapshot.scaling("parallel", "pytorch", cand, count).speedup
-        )
+    throughput = snapshot.configuration("parallel", "pytorch", cand, count).throughput
     offers = [
         CloudOfferOut(
             provider=o.provider,

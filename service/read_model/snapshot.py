@@ -22,7 +22,7 @@ from service.domain import estimate as est
 from service.domain import throughput_model as tm
 from service.domain.availability import Availability
 from service.domain.prices import PriceObservation, current_price, shown_price
-from service.domain.recommend import Candidate, Configuration, configurations
+from service.domain.recommend import Candidate, Configuration, configuration, configurations
 from service.domain.scaling import ProfileKey, Scaling, scaling
 from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Mode
@@ -142,6 +142,19 @@ class Snapshot:
             decode=self.decode,
             fitted=self.fitted,
             sold_as=cand.availability.sold_as,
+        )
+
+    def configuration(
+        self, mode: Mode, framework: str, cand: Candidate, count: int
+    ) -> Configuration:
+        """`count` x `cand` as ranked_configurations counts it, priced or not (/compare)."""
+        return configuration(
+            cand,
+            count,
+            lambda c, n: self.scaling(mode, framework, c, n),
+            self.measured_multi,
+            use_measured_multi=(mode == "parallel"),
+            result_noise=self.result_noise,
         )
 
     def ranked_configurations(

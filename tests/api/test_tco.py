@@ -284,6 +284,29 @@ def test_compare_says_when_it_buys_at_a_price_older_than_the_window(db, client):
     assert not fresh["buy"]["unit_price"]["stale"] and "days old" not in fresh["why"]
 
 
+def test_compare_counts_a_measured_multi_gpu_value_for_an_unpriced_gpu_too(client, keys):
+    """/compare answers throughput as /recommend counts it: 2 x a GPU measured at 2 is its
+    measured median, priced or not (it took the scaling profile where no current price was)."""
+    priced = {p.gpu for p in loaders.load_prices() if p.kind != "cloud"}
+    slug = next(g.slug for g in loaders.load_gpus() if g.slug not in priced and g.tdp_w)
+    rows = [
+        {
+            "gpu": slug,
+            "workload": "resnet50-train",
+            "value": v,
+            "precision": "fp16",
+            "framework": "pytorch",
+            "gpu_count": n,
+        }
+        for n, values in ((1, (300.0, 305.0, 310.0)), (2, (530.0, 540.0, 550.0)))
+        for v in values
+    ]
+    posted = client.post("/results", json={"results": rows}, headers=keys.auth(keys.submitter))
+    assert posted.status_code == 201, posted.text
+    body = client.get("/compare", params={"gpu": slug, "count": 2, "workload": "resnet50-train"})
+    assert body.json()["throughput"] == pytest.approx(540.0)
+
+
 def test_compare_without_cloud_prices_or_for_an_unknown_gpu(client):
     rented = {p.gpu for p in loaders.load_prices() if p.kind == "cloud"}  # shipped cloud prices
     gpu = next(g.slug for g in loaders.load_gpus() if g.slug not in rented)
