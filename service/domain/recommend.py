@@ -191,7 +191,9 @@ def _platform_phrase(config: Configuration, extra: float | None) -> str:
         return f" (no sourced box for {config.count} GPUs: the budget counts the GPUs only)"
     if extra > 0:
         total = config.total_price + extra
-        return f" + ${extra:,.0f} for a {config.count}-GPU box over a one-GPU PC = ${total:,.0f}"
+        return (
+            f" + ${extra:,.0f} for the box of {config.count} GPUs over a one-GPU PC = ${total:,.0f}"
+        )
     return ""
 
 

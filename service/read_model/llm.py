@@ -805,7 +805,7 @@ def why(
     if o.gpu.price and extra is None and o.count > 1:
         price += f" (no sourced box for {o.count} GPUs: the budget counts the GPUs only)"
     elif o.gpu.price and extra:
-        price += f" + ${extra:,.0f} for a {o.count}-GPU box over a one-GPU PC"
+        price += f" + ${extra:,.0f} for the box of {o.count} GPUs over a one-GPU PC"
     total = f" in all, {o.replicas} x one copy's" if o.replicas > 1 else ""
     return (
         f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
@@ -1196,7 +1196,7 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
     p = cheapest.gpu.price
     assert p is not None
     extra = platform_extra(cheapest, data, limits.costs)
-    box = f" + ${extra:,.0f} for a {cheapest.count}-GPU box" if extra else ""
+    box = f" + ${extra:,.0f} for the box of {cheapest.count} GPUs" if extra else ""
     return (
         f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) is within "
         f"${limits.budget:,.0f}; the cheapest is {cheapest.count} x {cheapest.gpu.slug} at "

@@ -164,7 +164,7 @@ def test_a_complete_computer_or_whole_platform_carries_no_platform_cost(client):
     for r in systems:
         assert r["platform_usd"] == 0
         assert "no platform counted: sold as a complete computer" in r["why"]
-        assert "-GPU box over a one-GPU PC" not in r["why"]
+        assert "GPUs over a one-GPU PC" not in r["why"]
 
 
 def test_a_four_gpu_configuration_carries_the_sourced_four_gpu_platform(client):
@@ -339,7 +339,7 @@ def test_the_budget_pays_for_the_box_several_cards_need(client):
     for r in recs:
         assert r["total_price_usd"] + (extra(r["count"]) if r["count"] > 1 else 0) <= 3000
     for r in multi:
-        assert f"for a {r['count']}-GPU box over a one-GPU PC" in r["why"]
+        assert f"for the box of {r['count']} GPUs over a one-GPU PC" in r["why"]
     gpus_only = client.get("/recommend", params=ask | {"platform_usd": 0}).json()
     widest = max(r["total_price_usd"] for r in gpus_only["recommendations"])
     assert widest > max(r["total_price_usd"] for r in recs)  # the box no longer eats budget
@@ -352,7 +352,7 @@ def test_a_model_split_over_several_cards_pays_for_their_box(client):
     multi = [r for r in recs if r["count"] > 1]
     assert multi
     for r in multi:
-        assert f"for a {r['count']}-GPU box over a one-GPU PC" in r["why"]
+        assert f"for the box of {r['count']} GPUs over a one-GPU PC" in r["why"]
     tight = client.get("/recommend", params=ask | {"budget": multi[-1]["total_price_usd"]})
     body = tight.json()
     assert all(
