@@ -25,7 +25,7 @@ def list_gpus(
     session: SessionDep,
     vendor: Vendor | None = None,
     market: Market | None = None,
-    min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
+    min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000, allow_inf_nan=False)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     format: Format | None = None,

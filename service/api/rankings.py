@@ -42,7 +42,7 @@ async def rankings(
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
     sort: RankingSort = "performance",
-    min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
+    min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000, allow_inf_nan=False)] = None,
     condition: ConditionChoice = "any",
     allow_stale: bool = False,
     stack: Stack | None = None,

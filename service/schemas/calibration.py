@@ -40,7 +40,7 @@ class Telemetry(Input):
 
     sm_clock_mhz: Finite | None = None
     memory_clock_mhz: Finite | None = None
-    temperature_c: Annotated[float, Field(ge=-50, le=200)] | None = None
+    temperature_c: Annotated[float, Field(ge=-50, le=200, allow_inf_nan=False)] | None = None
     power_w: Finite | None = None
 
 

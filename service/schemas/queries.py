@@ -23,7 +23,7 @@ class RecommendQuery(CostQuery):
     budget: float = Field(gt=0, le=MAX_BUDGET, allow_inf_nan=False, description="USD for all GPUs")
     workload: str | None = Field(None, max_length=64)
     precision: Precision | None = None
-    min_memory_gb: float | None = Field(None, ge=0, le=10_000)
+    min_memory_gb: float | None = Field(None, ge=0, le=10_000, allow_inf_nan=False)
     max_gpus: int = Field(4, ge=1, le=MAX_GPUS)
     mode: Mode = "parallel"
     framework: str = Field("pytorch", min_length=1, max_length=32, pattern=r"^[a-z0-9_.+-]+$")

@@ -20,7 +20,11 @@ class CostQuery(BaseModel):
         description="Default: EIA US residential average, April 2024.",
     )
     resale: float | None = Field(
-        None, ge=0, le=1, description="Fraction of the price recovered; default: used/new ratio."
+        None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Fraction of the price recovered; default: used/new ratio.",
     )
     platform_usd: float | None = Field(
         None, ge=0, le=10_000_000, allow_inf_nan=False, description="Replaces the platform table."

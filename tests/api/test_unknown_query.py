@@ -106,3 +106,17 @@ def test_results_filtered_by_an_unknown_slug_is_422_with_suggestions(client, nam
     (error,) = answer.json()["detail"]
     assert error["loc"] == ["query", name] and good in error["suggestions"]
     assert client.get("/results", params={name: good}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("/recommend?budget=800&min_memory_gb=nan", "min_memory_gb"),
+        ("/rankings?min_memory_gb=nan", "min_memory_gb"),
+        ("/gpus?min_memory_gb=inf", "min_memory_gb"),
+        ("/recommend?budget=800&resale=nan", "resale"),
+    ],
+)
+def test_a_non_finite_number_is_422_saying_so_not_out_of_range(client, url, name):
+    (error,) = client.get(url).json()["detail"]
+    assert error["loc"] == ["query", name] and error["type"] == "finite_number"
