@@ -122,8 +122,11 @@ def post_results(
     try:
         stored = store_results(session, items, submitter, provenance)
         outcomes = [o.model_dump() for o in stored]
-    except BatchRejected:
+    except BatchRejected as exc:
         session.rollback()
+        if not is_batch:  # one posted object: its fields are at the body's top level
+            for error in exc.errors:
+                error["loc"] = ["body", *error["loc"][3:]]
         raise
     body: Any = {"results": outcomes} if is_batch else outcomes[0]
     if record is not None:

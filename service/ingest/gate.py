@@ -31,8 +31,9 @@ from service.schemas.results import ResultIn, ResultOutcome
 
 
 class BatchRejected(InvalidInput):
-    """Some items reference unknown GPUs or workloads; nothing was stored. One error per
-    unknown slug per item, in item order, each with suggestions."""
+    """Some items reference unknown GPUs or workloads or a precision their workload cannot
+    run at; nothing was stored. One error per such field per item, in item order, at
+    ["body", "results", index, field]."""
 
 
 def _unknown_slug_errors(

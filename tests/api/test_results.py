@@ -123,6 +123,19 @@ def test_unknown_slugs_reject_the_whole_batch_with_suggestions(client, keys, db)
     assert count_results(db) == 0
 
 
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [("gpu", "nvidia-rtx-4091"), ("workload", "resnet-50-train"), ("precision", "q4_0")],
+)
+def test_a_single_posted_result_is_refused_at_its_own_fields(client, keys, db, field, bad):
+    """A single object has no results list: its gate errors name ["body", field]."""
+    response = post(client, keys, result(**{field: bad}))
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["body", field]
+    assert count_results(db) == 0
+
+
 def test_a_precision_the_workload_cannot_run_at_rejects_the_whole_batch(client, keys, db):
     batch = [result(), result(precision="q4_k_m"), result()]
     response = post(client, keys, {"results": batch})
