@@ -4,7 +4,11 @@ Precedence, per (GPU, workload, precision, count) in parallel mode:
 1. measured: an accepted multi-GPU median for exactly that GPU, workload, precision and count
    is the answer (recommend.configurations; `scaling_basis=measured`);
 2. fitted: a profile pooled from the measured scalings of the GPUs that have them, for the
-   framework and the box's interconnect (`fitted:<framework>/<interconnect>`);
+   framework and the box's interconnect (`fitted:<framework>/<interconnect>`), for a GPU of a
+   software stack whose boxes it pools (`fitted_on`): the shipped corpus measures CUDA boxes
+   only (Lambda, MLPerf), whose NCCL all-reduce and PCIe peer-to-peer a Radeon or Arc box does
+   not have, so those take the assumed row (4 x RX 7900 XTX: 3.6x, not the fitted 3.78x; 8:
+   6.56x, not 7.41x);
 3. assumed: the guide's rows in catalog/scaling_profiles.csv (`profile:<framework>/<link>`).
 
 Measured scaling = multi-GPU median / (count x the same GPU's 1-GPU median), same workload and
@@ -125,12 +129,15 @@ def scaling(
     decode: bool = False,
     fitted: Mapping[ProfileKey, float] | None = None,
     sold_as: str | None = None,
+    stack: str | None = None,
+    fitted_stacks: Mapping[ProfileKey, frozenset[str]] | None = None,
 ) -> Scaling:
     """Speedup of `count` GPUs; `decode`: a memory-bound decode workload (tensor-parallel).
 
     `profiles` are the assumed rows, `fitted` the rows fitted from measurements (they win for
-    the exact framework, box interconnect and count); `sold_as` lets a bridged card's box of
-    more than two fall back to PCIe (box_interconnect).
+    the exact framework, box interconnect and count, for a GPU of a `stack` whose boxes are
+    among those measured, `fitted_stacks`); `sold_as` lets a bridged card's box of more than
+    two fall back to PCIe (box_interconnect).
     """
     if count == 1:
         return Scaling(1.0, "single")
@@ -140,10 +147,19 @@ def scaling(
     if decode:
         return tensor_parallel(link, count)
     measured = (fitted or {}).get((framework, link, count))
-    if measured is not None:
+    if measured is not None and fitted_on(
+        stack, (fitted_stacks or {}).get((framework, link, count))
+    ):
         return Scaling(count * min(measured, 1.0), f"fitted:{framework}/{link}")
     eff, fw, used = efficiency(profiles, framework, link, count)
     return Scaling(count * eff, f"profile:{fw}/{used}")
+
+
+def fitted_on(stack: str | None, measured_stacks: frozenset[str] | None) -> bool:
+    """Whether a fitted row speaks for a GPU of `stack`: its boxes were of that stack (None on
+    either side: not known, taken as yes). A row fitted on CUDA boxes (NCCL all-reduce, P2P over
+    PCIe) says nothing of a Radeon or Arc box's collectives; such a GPU takes the assumed row."""
+    return stack is None or measured_stacks is None or stack in measured_stacks
 
 
 # ------------------------------------------------------------------ fitting from measurements

@@ -196,6 +196,8 @@ class LlmData:
     today: date | None = None  # prices' age is counted from it
     max_age_days: int = 0  # a price older than this is stale
     decode_reference: DecodeReference | None = None
+    # the stacks whose boxes each fitted profile row pools (scaling.fitted_on)
+    fitted_stacks: dict[ProfileKey, frozenset[str]] = field(default_factory=dict)
     # the decode reference of an ask in another format (smaller_quant), read only when an empty
     # answer needs one, so that the hint's figure is the one /recommend gives for that format
     reference_for: Callable[[llm_fit.Ask], DecodeReference | None] | None = None
@@ -354,6 +356,7 @@ def load(
         load_ownership(session, today, max_age_days, every_price),
         today,
         max_age_days,
+        fitted_stacks=profiles.fitted_stacks,
     )
 
 
@@ -646,6 +649,8 @@ def _estimate(
             decode=ask.phase == "decode",
             fitted=data.fitted,
             sold_as=gpu.sold_as,
+            stack=gpu.stack,
+            fitted_stacks=data.fitted_stacks,
         )
         speedup, basis = s.speedup, s.basis
     value = one * speedup

@@ -33,6 +33,7 @@ from service.domain.scaling import (
     data_parallel,
     fit_profiles,
 )
+from service.domain.throughput_model import derive_stack
 from service.models import Aggregate, Gpu, ScalingProfile, Workload
 from service.read_model.estimates import fingerprint, group_frameworks
 
@@ -61,9 +62,18 @@ class ScalingData:
     measured: list[MeasuredScaling] = field(default_factory=list)
     assumed_rows: list[ProfileRow] = field(default_factory=list)
 
+    stacks: dict[str, str] = field(default_factory=dict)  # GPU slug -> software stack
+
     @property
     def fitted_efficiency(self) -> dict[ProfileKey, float]:
         return {k: f.efficiency for k, f in self.fitted.items()}
+
+    @property
+    def fitted_stacks(self) -> dict[ProfileKey, frozenset[str]]:
+        """The software stacks of the GPUs whose boxes each fitted row pools."""
+        return {
+            k: frozenset(self.stacks.get(g, "") for g in f.gpus) for k, f in self.fitted.items()
+        }
 
     def rows(self) -> list[ProfileRow]:
         """Every profile row, fitted before assumed for the same (framework, link, count)."""
@@ -150,6 +160,8 @@ def measured_scalings(session: Session) -> list[MeasuredScaling]:
 def load_scaling(session: Session) -> ScalingData:
     stored = session.exec(select(ScalingProfile)).all()
     measured = measured_scalings(session)
+    gpus = session.exec(select(Gpu.slug, Gpu.stack, Gpu.vendor, Gpu.market)).all()
+    stacks = {slug: stack or derive_stack(vendor, market) for slug, stack, vendor, market in gpus}
     return ScalingData(
         {(p.framework, p.interconnect, p.gpu_count): p.efficiency for p in stored},
         fit_profiles(measured),
@@ -168,6 +180,7 @@ def load_scaling(session: Session) -> ScalingData:
             )
             for p in stored
         ],
+        stacks,
     )
 
 

@@ -74,6 +74,7 @@ class Snapshot:
     # says which data is missing when nothing is priced in the asked condition.
     priced_otherwise: frozenset[str] = frozenset()
     fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
+    fitted_stacks: dict[ProfileKey, frozenset[str]] = field(default_factory=dict)
     # relative half-width of a measured value's band with no spread of its own (result_noise)
     result_noise: float = 0.0
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
@@ -142,6 +143,8 @@ class Snapshot:
             decode=self.decode,
             fitted=self.fitted,
             sold_as=cand.availability.sold_as,
+            stack=cand.stack,
+            fitted_stacks=self.fitted_stacks,
         )
 
     def configuration(
@@ -258,6 +261,7 @@ def build_snapshot(
         ownership=load_ownership(session, today, max_price_age_days),
         priced_otherwise=frozenset(priced_otherwise),
         fitted=profiles.fitted_efficiency,
+        fitted_stacks=profiles.fitted_stacks,
         result_noise=result_noise(estimates.values()),
     )
 

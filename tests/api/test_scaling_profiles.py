@@ -94,6 +94,10 @@ def test_recommend_uses_measured_then_fitted_then_assumed(client, keys):
         assert four["scaling_basis"] == "fitted:pytorch/pcie"
         assert four["scaling_factor"] == pytest.approx(4 * POOLED)
     assert _pick(recs, "nvidia-rtx-3090", 2)["scaling_basis"] == "profile:pytorch/nvlink"
+    # the fitted row pools CUDA boxes only: a Radeon box takes the assumed row
+    radeon = _pick(recs, "amd-rx-7900-xtx", 4)
+    assert radeon["scaling_basis"] == "profile:pytorch/pcie"
+    assert radeon["scaling_factor"] == pytest.approx(4 * 0.9)
     tf = client.get("/recommend", params=params | {"framework": "tensorflow"}).json()
     assumed = _pick(tf["recommendations"], "nvidia-rtx-5090", 4)
     assert assumed["scaling_basis"] == "profile:tensorflow/pcie"

@@ -106,6 +106,17 @@ def test_fitted_beats_assumed_for_its_exact_key_only():
     )
 
 
+def test_a_row_fitted_on_one_stacks_boxes_speaks_for_that_stack_only():
+    """NCCL boxes measured say nothing of a Radeon or Arc box: those take the assumed row."""
+    fitted, stacks = {("pytorch", "pcie", 4): 0.93}, {("pytorch", "pcie", 4): frozenset({"cuda"})}
+    cuda = scaling(ASSUMED, "parallel", "pytorch", "pcie", 4, False, fitted, None, "cuda", stacks)
+    rocm = scaling(ASSUMED, "parallel", "pytorch", "pcie", 4, False, fitted, None, "rocm", stacks)
+    assert cuda.basis == "fitted:pytorch/pcie" and cuda.speedup == pytest.approx(3.72)
+    assert rocm.basis == "profile:pytorch/pcie" and rocm.speedup == pytest.approx(4 * 0.9)
+    unknown = scaling(ASSUMED, "parallel", "pytorch", "pcie", 4, False, fitted, None, None, stacks)
+    assert unknown.basis == "fitted:pytorch/pcie"  # no stack given: as before
+
+
 def test_counted_statuses_match_the_gate():
     assert set(COUNTED_STATUSES) == set(AGGREGATE_STATUSES)
 
