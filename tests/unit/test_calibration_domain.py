@@ -33,6 +33,8 @@ def test_verdict_rejects_beyond_peak_and_noise():
     assert judge({"fp16": 150.0, "fp32": 60.0}, peaks, 0.05).accepted
     over = judge({"fp16": 182.0}, peaks, 0.05)
     assert not over.accepted and over.reason.startswith("exceeds_peak:fp16")
+    broken = judge({"fp16": 150.0, "fp32": 8.0}, peaks, 0.05)  # fp32 at 0.13 of its peak
+    assert not broken.accepted and broken.reason.startswith("below_floor:fp32")
     noisy = judge({"fp16": 100.0}, peaks, 0.3)
     assert not noisy.accepted and noisy.reason.startswith("noisy")
     assert judge({"fp32": 1e6}, {}, 0.0).accepted  # unmapped/CPU: only noise is checked
