@@ -8,6 +8,7 @@ from service.domain.availability import Availability, purchase_counts
 from service.domain.estimate import Estimate, counted, figure, unmeasured_stack_note
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
+from service.domain.tco import no_box_phrase
 from service.domain.vocabulary import Measurement
 
 
@@ -92,6 +93,8 @@ def configuration(
             measured.n,
         )
     s = scaling_for(cand, count)
+    # N copies of one measured GPU are measured; N GPUs on one job by a scaling are not
+    basis = single.basis if s.basis in ("single", "independent") else "estimated"
     return Configuration(
         cand,
         count,
@@ -100,7 +103,7 @@ def configuration(
         single.high * s.speedup,
         s.speedup,
         s.basis,
-        single.basis,
+        basis,
         single.n,
     )
 
@@ -114,12 +117,20 @@ def configurations(
     result_noise: float = 0.0,
 ) -> list[Configuration]:
     """Every priced (GPU, count) that can be bought (`configuration` of each), best
-    throughput first, then cheapest."""
+    throughput first, then cheapest. N GPUs no faster than one (a llama.cpp layer split:
+    each token passes the GPUs in turn) are left out: they buy nothing for one job."""
     configs = [
-        configuration(cand, count, scaling_for, measured_multi, use_measured_multi, result_noise)
+        config
         for cand in candidates
         if cand.price is not None
         for count in purchase_counts(cand.availability, max_gpus)
+        if (
+            config := configuration(
+                cand, count, scaling_for, measured_multi, use_measured_multi, result_noise
+            )
+        ).count
+        == 1
+        or config.speedup > 1.0
     ]
     configs.sort(key=lambda c: (-c.throughput, c.total_price, c.candidate.slug))
     return configs
@@ -166,11 +177,25 @@ def cheapest_fitting(candidates: Iterable[Candidate], min_memory_gb: float) -> C
     return min(priced, key=lambda c: (c.price.usd if c.price else 0.0, c.slug), default=None)
 
 
+def configuration_model(config: Configuration) -> str:
+    """The `model` field of a configuration's row: `measured` for a measured value (one GPU,
+    or N measured together), `measured-scaled` for one measured GPU times a scaling, else the
+    estimate's model."""
+    if config.basis == "measured":
+        return "measured"
+    if config.candidate.estimate.basis == "measured":
+        return "measured-scaled"
+    return config.candidate.estimate.model
+
+
 def _basis_phrase(config: Configuration, unit: str) -> str:
     if config.basis == "measured":
         with_ = f" ({', '.join(config.frameworks)})" if config.frameworks else ""
         return f"median of {counted(config.n, 'accepted result')}{with_}"
     likely = f"likely {figure(config.low)}-{figure(config.high)} {unit}"
+    if config.candidate.estimate.basis == "measured":  # one GPU measured, N by a scaling
+        one = counted(config.n, "accepted result")
+        return f"one GPU measured (median of {one}), {config.count} by the scaling, {likely}"
     model = config.candidate.estimate.model
     band = f"{config.candidate.estimate.band:.0%} band"
     if not config.candidate.estimate.stack_measured:
@@ -188,7 +213,8 @@ def _platform_phrase(config: Configuration, extra: float | None) -> str:
     if config.count == 1:
         return ""
     if extra is None:
-        return f" (no sourced box for {config.count} GPUs: the budget counts the GPUs only)"
+        no_box = no_box_phrase(config.count, config.candidate.tdp_w)
+        return f" ({no_box}: the budget counts the GPUs only)"
     if extra > 0:
         total = config.total_price + extra
         return (

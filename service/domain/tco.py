@@ -84,21 +84,33 @@ class Ownership:
     notes: tuple[str, ...] = field(default=())
 
 
-def platform_for(platforms: Mapping[int, PlatformCost], count: int) -> PlatformCost | None:
-    """The sourced box for `count` GPUs: its own row, else the cheapest that holds more."""
+def powers(box: PlatformCost, draw_w: float | None) -> bool:
+    """Whether the box's power supplies (where the source states them) carry `draw_w`."""
+    return box.psu_w is None or draw_w is None or box.psu_w >= draw_w
+
+
+def platform_for(
+    platforms: Mapping[int, PlatformCost], count: int, draw_w: float | None = None
+) -> PlatformCost | None:
+    """The sourced box for `count` GPUs drawing `draw_w` in all (their TDPs): its own row,
+    else the cheapest that holds more, of those whose stated power supplies carry the draw.
+    8 x RTX 5090 (4,600 W) get no 8-GPU box built for 3090s on 4,200 W of supplies."""
     own = platforms.get(count)
-    if own is not None:
+    if own is not None and powers(own, draw_w):
         return own
-    bigger = [p for n, p in platforms.items() if n > count]
+    bigger = [p for n, p in platforms.items() if n > count and powers(p, draw_w)]
     return min(bigger, key=lambda p: (p.usd, p.gpu_count), default=None)
 
 
-def extra_platform_usd(platforms: Mapping[int, PlatformCost], count: int) -> float | None:
+def extra_platform_usd(
+    platforms: Mapping[int, PlatformCost], count: int, draw_w: float | None = None
+) -> float | None:
     """What `count` GPUs cost in platform beyond a one-GPU PC: 0 for one GPU; None when no
-    sourced box holds `count` or no one-GPU PC is sourced to compare with."""
+    sourced box holds `count` (and carries their draw) or no one-GPU PC is sourced to compare
+    with."""
     if count <= 1:
         return 0.0
-    box, pc = platform_for(platforms, count), platforms.get(1)
+    box, pc = platform_for(platforms, count, draw_w), platforms.get(1)
     if box is None or pc is None:
         return None
     return max(box.usd - pc.usd, 0.0)
@@ -109,13 +121,21 @@ def budget_extra_usd(
     count: int,
     settings: CostSettings | None,
     included: str | None,
+    tdp_w: float | None = None,
 ) -> float | None:
     """What a budget pays beyond the GPUs: nothing when their price includes the box
     (`included`, availability.platform_included) or the caller prices the platform
-    (`platform_usd`), else the box's extra over a one-GPU PC (`extra_platform_usd`)."""
+    (`platform_usd`), else the box's extra over a one-GPU PC (`extra_platform_usd`) for
+    `count` GPUs of `tdp_w` each."""
     if included is not None or (settings is not None and settings.platform_usd is not None):
         return 0.0
-    return extra_platform_usd(platforms, count)
+    return extra_platform_usd(platforms, count, tdp_w * count if tdp_w else None)
+
+
+def no_box_phrase(count: int, tdp_w: float | None) -> str:
+    """Why no sourced box is counted for `count` GPUs of `tdp_w` each."""
+    draw = f" drawing {tdp_w * count:,.0f} W" if tdp_w else ""
+    return f"no sourced box for {count} GPUs{draw}"
 
 
 def per_watt(throughput: float, tdp_w: float | None, count: int) -> float | None:

@@ -64,7 +64,7 @@ from service.domain.prices import (
     shown_price,
 )
 from service.domain.scaling import ProfileKey, scaling
-from service.domain.tco import CostSettings, budget_extra_usd, per_watt
+from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.costing import (
@@ -742,7 +742,7 @@ def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings) -> float | 
     platform (`platform_usd`); None where no sourced box holds them (the budget then counts the
     GPUs only, and the why says so)."""
     included = platform_included(o.gpu.sold_as, o.gpu.unit_gpus)
-    return budget_extra_usd(data.ownership.platforms, o.count, costs, included)
+    return budget_extra_usd(data.ownership.platforms, o.count, costs, included, o.gpu.tdp_w)
 
 
 def why(
@@ -808,7 +808,7 @@ def why(
     )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
-        price += f" (no sourced box for {o.count} GPUs: the budget counts the GPUs only)"
+        price += f" ({no_box_phrase(o.count, o.gpu.tdp_w)}: the budget counts the GPUs only)"
     elif o.gpu.price and extra:
         price += f" + ${extra:,.0f} for the box of {o.count} GPUs over a one-GPU PC"
     total = f" in all, {o.replicas} x one copy's" if o.replicas > 1 else ""

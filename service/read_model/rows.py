@@ -16,6 +16,7 @@ from service.domain.recommend import (
     Configuration,
     ExtraFn,
     cheapest_fitting,
+    configuration_model,
     why_body,
     why_lead,
     within_budget,
@@ -229,12 +230,14 @@ def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
     cards need over a one-GPU PC; nothing for GPUs sold as whole platforms or complete
     computers, or when the caller prices the platform (`platform_usd`)."""
     platforms = snapshot.ownership.platforms
-    known: dict[tuple[int, str | None], float | None] = {}  # one ask scans many configurations
+    # one ask scans many configurations
+    known: dict[tuple[int, str | None, float | None], float | None] = {}
 
     def extra(config: Configuration) -> float | None:
-        key = (config.count, config.candidate.availability.platform_included)
+        cand = config.candidate
+        key = (config.count, cand.availability.platform_included, cand.tdp_w)
         if key not in known:
-            known[key] = budget_extra_usd(platforms, key[0], costs, key[1])
+            known[key] = budget_extra_usd(platforms, key[0], costs, key[1], key[2])
         return known[key]
 
     return extra
@@ -302,7 +305,7 @@ def _row_template(
         total_memory_gb=cand.memory_gb * config.count,
         tdp_w=cand.tdp_w * config.count if cand.tdp_w is not None else None,
         basis=config.basis,
-        model="measured" if config.scaling_basis == "measured" else cand.estimate.model,
+        model=configuration_model(config),
         n=config.n,
         scaling_factor=config.speedup,
         scaling_basis=config.scaling_basis,

@@ -21,6 +21,7 @@ from sqlmodel import Session, col, select
 from service.domain import estimate as est
 from service.domain import throughput_model as tm
 from service.domain.availability import Availability
+from service.domain.llm_fit import split_speedup
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configuration, configurations
 from service.domain.scaling import ProfileKey, Scaling, scaling
@@ -132,8 +133,36 @@ class Snapshot:
             return None
         return throughput / self.reference.estimate.value
 
+    @property
+    def layer_split(self) -> bool:
+        """A llama-bench workload (one that fixes a GGUF or F16 file for a prefill or decode
+        phase): llama.cpp splits the model by layers over N GPUs, so one token or prompt goes
+        through them in turn and N GPUs are no faster than one. The corpus measures it: RTX
+        4090 on Llama-3-8B Q4_K_M tg512, 130.6 tokens/s on 1 GPU, 120.3 on 4, 118.1 on 8."""
+        return self.workload.quant is not None and self.workload.phase in ("prefill", "decode")
+
+    def split_ratios(self) -> dict[int, list[float]]:
+        """N-GPU / 1-GPU throughput of this workload's measured multi-GPU results, per N, for
+        GPUs measured on one GPU too."""
+
+        def compute() -> dict[int, list[float]]:
+            single = {
+                c.slug: c.estimate.value for c in self.candidates if c.estimate.basis == "measured"
+            }
+            ratios: dict[int, list[float]] = {}
+            for (slug, count), m in self.measured_multi.items():
+                one = single.get(slug)
+                if one and count > 1:
+                    ratios.setdefault(count, []).append(m.median / one)
+            return ratios
+
+        return self.derived("split_ratios", compute)
+
     def scaling(self, mode: Mode, framework: str, cand: Candidate, count: int) -> Scaling:
-        """Speedup of `count` x `cand` from the profiles (fitted, else assumed)."""
+        """Speedup of `count` x `cand`: a llama.cpp layer split's measured ratio (layer_split),
+        else from the profiles (fitted, else assumed)."""
+        if self.layer_split and mode == "parallel" and count > 1:
+            return Scaling(*split_speedup(self.split_ratios(), count))
         return scaling(
             self.profiles,
             mode,

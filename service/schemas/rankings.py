@@ -36,7 +36,8 @@ class AnswerRow(BaseModel):
     unit: str
     basis: Basis
     model: str = Field(
-        description="measured | nnls | shape-scaled | borrowed | roofline-prior; model= asks "
+        description="measured | measured-scaled (one GPU measured, N by a scaling) | nnls | "
+        "shape-scaled | borrowed | roofline-prior; model= asks "
         "also workload-scaled | llm-train-scaled | roofline-learned (see README)"
     )
     n: int = Field(description="Results behind a measured value; measured GPUs behind a fit.")

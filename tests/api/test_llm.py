@@ -483,11 +483,14 @@ def test_copies_on_more_cards_than_four_pay_for_the_sourced_eight_gpu_box(client
     cards = [i for i in answer["recommendations"] if i["sold_as"] == "card"]  # others: in price
     big = [i for i in cards if i["count"] > 4]
     assert big, "copies on 5-8 cards are offered"
+    psu_w = rows[8].psu_w
     for item in big:
-        assert (
-            f"+ ${extra:,.0f} for the box of {item['count']} GPUs over a one-GPU PC" in item["why"]
-        )
-        assert "no sourced box" not in item["why"]
+        if item["tdp_w"] <= psu_w:  # the rig's supplies carry the cards' TDPs
+            assert f"+ ${extra:,.0f} for the box of {item['count']} GPUs over" in item["why"]
+        else:
+            draw = f"{item['tdp_w']:,.0f} W"
+            assert f"no sourced box for {item['count']} GPUs drawing {draw}" in item["why"]
+    assert any(i["tdp_w"] <= psu_w for i in big) and any(i["tdp_w"] > psu_w for i in big)
 
 
 def test_the_smaller_format_hint_costs_what_the_budget_check_costs(client):

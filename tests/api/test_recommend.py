@@ -446,3 +446,26 @@ def test_a_csv_hint_quoting_free_text_is_a_valid_header(client, keys):
     assert "x-injected" not in answer.headers and "\r" not in hint and "\n" not in hint
     assert hint.isascii() and "H\\xe4ndler \\u2013 eBay \\u20ac150 \\u2192  X-Injected" in hint
     assert "H\u00e4ndler \u2013 eBay" in client.get("/recommend?budget=100").json()["hint"]
+
+
+def test_a_llama_bench_workload_never_sells_n_gpus_for_one_decode_stream(client, keys):
+    """llama.cpp splits a GGUF model by layers: one token passes the GPUs in turn, so N GPUs
+    take the workload's measured N-GPU ratio (about 0.95 here), not a tensor-parallel speedup,
+    and /recommend offers no N GPUs that are no faster than one."""
+    workload = "llama-3-8b-q4_k_m-tg512"
+    for count, value in ((1, 130.0), (2, 125.0), (4, 120.0)):
+        post_results(client, keys, "nvidia-rtx-4090", [value], workload, "q4_k_m", count)
+    ask = {"budget": 50000, "workload": workload, "max_gpus": 8, "limit": 50, "allow_stale": True}
+    rows = client.get("/recommend", params=ask).json()["recommendations"]
+    assert rows and all(r["count"] == 1 for r in rows)
+    independent = client.get("/recommend", params=ask | {"mode": "independent"}).json()
+    copies = [r for r in independent["recommendations"] if r["count"] > 1]
+    assert copies  # N copies do serve N streams
+    compare = client.get(
+        "/compare", params={"gpu": "nvidia-rtx-5090", "count": 4, "workload": workload}
+    )
+    single = client.get(
+        "/compare", params={"gpu": "nvidia-rtx-5090", "count": 1, "workload": workload}
+    )
+    ratio = compare.json()["throughput"] / single.json()["throughput"]
+    assert ratio == pytest.approx(120.0 / 130.0)  # the measured 4-GPU split, not ~3x

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from service.domain import estimate as est
 from service.domain.prices import PriceObservation, current_price
 from service.domain.recommend import Candidate, configurations, within_budget
-from service.domain.scaling import efficiency, scaling
+from service.domain.scaling import Scaling, efficiency, scaling
 
 TRAIN = est.WorkloadShape(flops_per_unit=2.45e10, memory_bound=False, precision="fp16")
 DECODE = est.WorkloadShape(flops_per_unit=1.35e10, memory_bound=True, precision="fp16")
@@ -187,8 +187,21 @@ def test_measured_multi_gpu_result_overrides_the_profile_even_above_linear():
     assert two.speedup == pytest.approx(2.05)
 
 
+def test_n_gpus_no_faster_than_one_are_never_offered():
+    """A llama.cpp layer split (or a measured box that lost speed) buys nothing for one job."""
+    cands = [candidate("a", 100.0, 1000)]
+    slower = {("a", 2): est.Measurement(92.0, 3, 1.0)}
+    flat = configurations(cands, 4, lambda c, n: Scaling(1.0, "split:learned@2"), slower)
+    assert [c.count for c in flat] == [1]
+    faster = {("a", 2): est.Measurement(190.0, 3, 1.0)}
+    counts = configurations(
+        cands, 2, lambda c, n: scaling(PROFILES, "parallel", "pytorch", "pcie", n), faster
+    )
+    assert sorted(c.count for c in counts) == [1, 2]
+
+
 @given(
-    st.floats(1, 1e5),
+    st.floats(101, 1e5),  # above one GPU's 100: N GPUs no faster than one are left out
     st.integers(1, 20),
     st.floats(0, 1e4),
     st.floats(0, 0.5),
