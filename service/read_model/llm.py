@@ -5,8 +5,10 @@ workload scaled to the ask (below), else roofline x an efficiency learned from e
 LLM result (service/domain/llm_fit.py has the model).
 
 Inference asks of a model whose decode (or one of its shape's) is measured in the asked format
-(or one of the same bytes per weight: a GGUF F16 file for bf16) take the throughput model's
-estimate for that workload (DecodeReference: its own work split, the GPU's, stack's and board
+(or one of the same bytes per weight: a GGUF F16 file for bf16), and of any other model the
+decode workload nearest in bytes per token (moved by the roofline ratio of the two: Qwen3 8B
+from a Llama 3 8B workload), take the throughput model's estimate for that workload
+(DecodeReference: its own work split, the GPU's, stack's and board
 power's terms, its conformal band) x roofline(asked context, batch) / roofline(the workload's
 mean context, batch 1). One efficiency pooled over every model and format put a held-out GPU a
 median 20.2% off (p90 64.8%, 80% band covering 64.6%); the workload's estimate, 6.3% (p90 17.3%,
@@ -154,6 +156,10 @@ class DecodeReference:
     estimates: dict[str, Estimate]
     # log half-width of a result of it measured once (its pooled run-to-run noise)
     single_result_half_width: float
+    # the workload's own model and format where it is another model's (nearest bytes per token:
+    # the roofline ratio moves the estimate between them); None: the ask's shape and bytes
+    model: memory.ModelSpec | None = None
+    quant: memory.Quantization | None = None
 
 
 @dataclass(frozen=True)
@@ -260,13 +266,22 @@ def decode_reference(
         and (m.model == ask.model.slug or llm.same_shape(models[m.model], ask.model))
         and _same_bytes(m.quant, ask.quant)
     ]
-    if not found:
-        return None
-    # the token count _measured_for picks, so that a measured value's workload is this one
-    best = min(
-        found,
-        key=lambda m: (m.quant != ask.quant.name, abs(math.log(m.tokens / ask.context)), m.tokens),
-    )
+    other = None
+    if found:
+        # the token count _measured_for picks, so that a measured value's workload is this one
+        best = min(
+            found,
+            key=lambda m: (
+                m.quant != ask.quant.name,
+                abs(math.log(m.tokens / ask.context)),
+                m.tokens,
+            ),
+        )
+    else:
+        nearest = _nearest_bytes_reference(ask, measured, models)
+        if nearest is None:
+            return None
+        best, other = nearest
     workload = session.exec(select(Workload).where(Workload.slug == best.workload)).first()
     if workload is None:
         return None
@@ -276,7 +291,34 @@ def decode_reference(
         _mean_context(best),
         model.estimates(workload, best.precision),
         model.single_result_half_width(workload, best.precision),
+        *(other or (None, None)),
     )
+
+
+def _nearest_bytes_reference(
+    ask: llm_fit.Ask, measured: list[Measured], models: dict[str, memory.ModelSpec]
+) -> tuple[Measured, tuple[memory.ModelSpec, memory.Quantization]] | None:
+    """For a model no measured decode workload has the shape of (Qwen3 8B, Mixtral): the
+    one-GPU decode workload of another model whose bytes per token are nearest the ask's, so
+    that the throughput model's GPU, architecture and stack terms for decode carry over (an
+    MI300X decodes with llama.cpp at about a third of its bandwidth; a bandwidth ratio alone
+    put it at 5.3 x an RTX 4090 on Qwen3 8B Q4_K_M and 0.9 x on Llama 3.1 8B). The roofline
+    ratio of the two then moves the estimate, as it moves one along the context."""
+    asked = llm_fit.decode_bytes_per_step(ask.model, ask.quant, ask.context, 1)
+    choices = []
+    for m in measured:
+        if m.phase != "decode" or m.count != 1 or m.model not in models:
+            continue
+        quant = memory.find_quantization(m.quant, list(llm.quantizations()))
+        if quant is None:
+            continue
+        spec = models[m.model]
+        bytes_ = llm_fit.decode_bytes_per_step(spec, quant, _mean_context(m), 1)
+        choices.append((abs(math.log(bytes_ / asked)), m.tokens, m.workload, m, spec, quant))
+    if not choices:
+        return None
+    *_, m, spec, quant = min(choices, key=lambda c: c[:3])
+    return m, (spec, quant)
 
 
 def load(
@@ -695,17 +737,18 @@ def _scaled_decode_reference(
     e = _usable_estimate(ref.estimates, gpu.slug) if ref is not None else None
     if ref is None or e is None:
         return None
-    peak = _peak(gpu, ask.quant)
 
-    def roof(context: float, batch: int) -> float:
+    def roof(
+        model: memory.ModelSpec, quant: memory.Quantization, context: float, batch: int
+    ) -> float:
         return llm_fit.roofline_tokens_per_s(
-            ask.model, ask.quant, "decode", context, batch, gpu.bandwidth_gbs, peak
+            model, quant, "decode", context, batch, gpu.bandwidth_gbs, _peak(gpu, quant)
         )
 
-    reference = roof(ref.mean_context, 1)
+    reference = roof(ref.model or ask.model, ref.quant or ask.quant, ref.mean_context, 1)
     if not reference > 0:
         return None
-    one = e.value * roof(ask.context, ask.batch) / reference
+    one = e.value * roof(ask.model, ask.quant, ask.context, ask.batch) / reference
     return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
 
 
@@ -768,7 +811,8 @@ def why(
     elif o.model == "workload-scaled":
         source = (
             f"estimated: {o.source}, "
-            f"scaled to context {ask.context} by the decode roofline, "
+            f"scaled to {ask.model.slug} {ask.quant.name} at context {ask.context} by the "
+            "decode roofline, "
             f"likely {figure(o.low)}-{figure(o.high)}"
         )
     elif o.model == "roofline-learned":

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from sqlmodel import Session
 from typer.testing import CliRunner
 
 from service.cli import app as cli_app
@@ -242,10 +243,11 @@ def test_measured_results_of_a_same_shape_model_are_used_and_teach_the_rest(clie
     # the throughput model's estimates for that workload, fitted to the two measured GPUs
     assert others and all(i["model"] == "workload-scaled" for i in others)
     assert all(i["n"] == 2 and "llama-3-8b-q4_k_m-tg4096" in i["why"] for i in others)
-    # a model nothing of its shape is measured for keeps the roofline x learned efficiency
+    # a model nothing of its shape is measured for scales the nearest workload in bytes per token
     mistral = {"budget": 5000, "model": "mistral-7b", "quant": "q4_k_m", "limit": 5}
     other = client.get("/recommend", params=mistral).json()["recommendations"]
-    assert other and {i["model"] for i in other} == {"roofline-learned"}
+    assert other and {i["model"] for i in other} == {"workload-scaled"}
+    assert all("scaled to mistral-7b q4_k_m" in i["why"] for i in other)
 
 
 def test_rankings_for_a_model_echo_the_ask_and_report_counts(client):
@@ -431,7 +433,8 @@ def test_a_decode_ask_scales_the_throughput_models_estimate_of_its_workload(clie
     answer = client.get("/recommend", params={**ask, "budget": 10**6, "limit": 50}).json()
     why = next(i["why"] for i in answer["recommendations"] if i["gpu"] == gpu)
     model = f"the throughput model's value for this GPU on {workload}"
-    assert f"estimated: {model}, fitted to 6 measured GPUs, scaled to context 6000" in why
+    scaled = "scaled to llama-3-8b bf16 at context 6000"
+    assert f"estimated: {model}, fitted to 6 measured GPUs, {scaled}" in why
     scale = roof(6000) / roof(2048)  # tg4096: 4096 generated tokens attend 2048 on average
     assert item["throughput"] == pytest.approx(reference["throughput"] * scale, rel=1e-6)
     assert item["throughput_low"] == pytest.approx(reference["throughput_low"] * scale, rel=1e-6)
@@ -751,3 +754,36 @@ def test_model_asks_say_performance_relative_to_the_reference_gpu(client):
     )
     too_big = client.get("/rankings", params={"model": "llama-3.1-405b"}).json()["items"]
     assert all(r["relative_performance"] is None for r in too_big)  # 8 x 24 GB hold no 405B
+
+
+def test_a_model_of_no_measured_shape_keeps_each_gpus_decode_terms(db, client):
+    """Qwen3 8B has no measured decode workload of its shape: it takes the throughput model's
+    estimate of the measured decode workload nearest in bytes per token (a Llama 3 8B one),
+    moved by the roofline, so each GPU keeps its stack's and architecture's decode terms. A
+    bandwidth ratio alone put an MI300X at 5.3 x an RTX 4090 on it and 1.1 x on Llama 3.1 8B."""
+    from service.catalog.corpus import load_corpus
+    from service.catalog.seed_results import seed_results
+
+    with Session(db) as session:
+        seed_results(session, [r for r in load_corpus() if r.workload.startswith("llama-3-8b-")])
+        session.commit()
+    client.app.state.read_model.changed()
+    ask = {"quant": "q4_k_m"}
+    qwen = {
+        r["gpu"]: r
+        for r in client.get("/rankings", params={**ask, "model": "qwen3-8b"}).json()["items"]
+    }
+    llama = {
+        r["gpu"]: r
+        for r in client.get("/rankings", params={**ask, "model": "llama-3.1-8b"}).json()["items"]
+    }
+    both = [g for g in qwen if g in llama and llama[g]["model"] == "workload-scaled"]
+    assert len(both) > 20 and all(qwen[g]["model"] == "workload-scaled" for g in both)
+    ratios = [qwen[g]["throughput"] / llama[g]["throughput"] for g in both]
+    assert max(ratios) / min(ratios) < 1.15, ratios  # one model's bytes over the other's
+    assert (
+        "scaled to qwen3-8b q4_k_m at context 4096"
+        in client.get("/recommend", params={**ask, "model": "qwen3-8b", "budget": 3000}).json()[
+            "recommendations"
+        ][0]["why"]
+    )
