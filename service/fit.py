@@ -8,6 +8,7 @@ TERMS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "lora_a
 SPLIT_WORDS = {
     "layer": "split by layers, as llama.cpp runs a GGUF file",
     "tensor": "tensor-parallel split",
+    "sharded": "sharded data parallel (FSDP / ZeRO-3)",
 }
 
 

@@ -57,7 +57,8 @@ def breakdown(
             f"tensor parallelism, which needs its {spec.heads} attention heads divisible by "
             "the GPU count"
             if split == "tensor"
-            else f"layers, at least one of its {spec.layers} per GPU"
+            else f"{'layers' if split == 'layer' else 'blocks'}, at least one of its "
+            f"{spec.layers} per GPU"
         )
         raise InvalidInput.one(
             ("query", "gpus"),

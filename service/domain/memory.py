@@ -8,7 +8,8 @@ parameter counts and of Hugging Face file listings; 1 GiB = 1.074 GB).
 Terms (P = total params, A = active params, L layers, h hidden, i intermediate, a heads,
 g kv heads, d head dim, V vocab, s context, b batch, N GPUs; a GGUF file run for inference is
 split by layers as llama.cpp does, and its weights and KV are those of the GPU holding the
-most layers, x ceil(L / N) / L, at full width; everything else tensor-parallel, / N):
+most layers, x ceil(L / N) / L, at full width; other inference tensor-parallel, / N; training
+sharded data parallel, below):
 
 - weights: P x bits/8. Formats that leave embeddings in 16 bit (NF4, AWQ/GPTQ/int4) count the
   embedding (and untied lm_head) params at 2 bytes. Mixture-of-experts keeps every expert
@@ -31,8 +32,14 @@ most layers, x ceil(L / N) / L, at full width; everything else tensor-parallel, 
   5 a s / h term is the stored attention matrix, gone with flash attention (the default).
   With full gradient checkpointing only each layer's input is kept, 2 s b h bytes per layer
   (ibid. sec. 4), plus one layer's full activations while it is recomputed. Logits:
-  s x b x V x 6 bytes (16-bit logits and their fp32 copy for the loss). Split over N GPUs
-  with sequence parallelism: / N (ibid. eq. 5).
+  s x b x V x 6 bytes (16-bit logits and their fp32 copy for the loss). Over N GPUs training
+  is sharded data parallel (FSDP, ZeRO-3: what the recommendations' speed assumes, a
+  data-parallel profile): each GPU runs ceil(b / N) whole sequences, so activations are those
+  of ceil(b / N) sequences, never less than one; weights, gradients and optimizer states are
+  / N, plus one transformer block's weights gathered whole while it runs (FSDP all-gathers a
+  wrapped unit before its forward and backward and frees it after). Counted as a tensor split
+  with sequence parallelism (activations / N, Korthikanti eq. 5), 8 x RTX 3080 10 GB held Llama
+  3.1 70B QLoRA at 7.0 GB each while one sequence of 4,096 tokens stores 9.8 GB of activations.
 - gradients: trainable params x gradient bytes (the weight dtype: 2 for bf16/fp16, 4 for fp32).
 - optimizer: trainable params x (AdamW 8: fp32 first and second moments; 8-bit Adam 2,
   Dettmers et al. 2021 arXiv:2110.02861; SGD with momentum 4), plus an fp32 master copy
@@ -65,7 +72,7 @@ Task = Literal["inference", "full-finetune", "lora", "qlora"]
 Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
 LoraTargets = Literal["all-linear", "attention"]
 Phase = Literal["prefill", "decode", "train"]
-SplitMode = Literal["tensor", "layer"]
+SplitMode = Literal["tensor", "layer", "sharded"]
 
 GB = 1e9
 OVERHEAD_BYTES = 0.5 * GB  # CUDA context + workspaces per GPU (sources in the module docstring)
@@ -409,13 +416,20 @@ def memory_breakdown(
         weights = weight_bytes(model, quant) * share
         kv = kv_cache_bytes_per_token(model, kv_bits) * context * batch * share
         acts = activation_bytes(model, task, context, batch, 1, flash_attention=flash_attention)
-    else:
+    elif split == "tensor":
         weights = weight_bytes(model, quant) / gpus
+        kv = kv_cache_bytes_per_token(model, kv_bits, gpus) * context * batch
+        acts = activation_bytes(model, task, context, batch, gpus, flash_attention=flash_attention)
+    else:
+        # sharded data parallel (FSDP, ZeRO-3): weights, gradients and optimizer states / N,
+        # one block's weights gathered whole at a time, and every GPU runs whole sequences of
+        # its own: ceil(b / N) of them, at least one
+        whole = weight_bytes(model, quant)
+        weights = whole / gpus + (whole / model.layers if gpus > 1 else 0.0)
         kv = 0.0
-        if task == "inference":
-            kv = kv_cache_bytes_per_token(model, kv_bits, gpus) * context * batch
+        per_gpu = math.ceil(batch / gpus)
         acts = activation_bytes(
-            model, task, context, batch, gpus, gradient_checkpointing, flash_attention
+            model, task, context, per_gpu, 1, gradient_checkpointing, flash_attention
         )
 
     trainable = 0.0
@@ -494,21 +508,22 @@ def max_batch_that_fits(
 
 
 def split_for(quant: Quantization | None, task: Task = "inference") -> SplitMode:
-    """How a model is split over GPUs: by layers for a GGUF file run for inference (llama.cpp,
+    """How a model is split over GPUs: for inference by layers for a GGUF file (llama.cpp,
     its runtime, splits "layers and KV across GPUs" by default: `--split-mode layer`,
-    ggml-org/llama.cpp common/arg.cpp), else tensor-parallel (vLLM, TensorRT-LLM, FSDP and
-    DeepSpeed shard every layer over the GPUs)."""
+    ggml-org/llama.cpp common/arg.cpp), else tensor-parallel (vLLM, TensorRT-LLM shard every
+    layer over the GPUs); training is sharded data parallel (FSDP, DeepSpeed ZeRO-3)."""
+    if task != "inference":
+        return "sharded"
     gguf = quant is not None and quant.kind == "gguf"
-    return "layer" if gguf and task == "inference" else "tensor"
+    return "layer" if gguf else "tensor"
 
 
 def effective_split(
     split: SplitMode | None, quant: Quantization | None, task: Task = "inference"
 ) -> SplitMode:
-    """The split memory is counted by: `split` (None: split_for the format), but a layer split
-    only for inference; training shards every layer whatever runtime is named."""
-    chosen = split or split_for(quant, task)
-    return chosen if task == "inference" else "tensor"
+    """The split memory is counted by: `split` (None: split_for the format) for inference;
+    training is sharded data parallel whatever runtime is named."""
+    return (split or split_for(quant, task)) if task == "inference" else "sharded"
 
 
 def layer_share(model: ModelSpec, gpus: int) -> float:
@@ -530,8 +545,11 @@ def total_over_gpus(model: ModelSpec, per_gpu: MemoryBreakdown) -> float:
 def split_fits(model: ModelSpec, gpus: int, split: SplitMode) -> bool:
     """Whether `gpus` GPUs can share the model as `split` says: tensor parallelism gives each
     GPU whole attention heads, so it needs the heads divisible by the count (vLLM and
-    Megatron refuse others); a layer split takes any count up to the number of layers."""
-    return model.heads % gpus == 0 if split == "tensor" else gpus <= model.layers
+    Megatron refuse others); a layer split, or sharded data parallel, takes any count up to
+    the number of layers."""
+    if split == "tensor":
+        return model.heads % gpus == 0
+    return gpus <= model.layers  # a layer each at least; a sharded model: a block each at least
 
 
 def gpus_needed(

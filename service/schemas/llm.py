@@ -42,11 +42,14 @@ class MemoryAnswer(BaseModel):
     context: int
     batch: int
     gpus: int
-    split: Literal["tensor", "layer"] = Field(
+    split: Literal["tensor", "layer", "sharded"] = Field(
         description="How the model is split over the GPUs: layer for a GGUF file run for "
         "inference (llama.cpp's default --split-mode layer: each GPU holds whole layers, their "
         "weights and KV, and the figures are the GPU holding the most, ceil(layers / N) of "
-        "them); tensor otherwise (every layer sharded over the N GPUs, / N)."
+        "them); tensor for other inference (every layer sharded over the N GPUs, / N); "
+        "sharded for training (FSDP / ZeRO-3 data parallel: weights, gradients and optimizer "
+        "/ N plus one block gathered whole, and each GPU's own ceil(batch / N) sequences of "
+        "activations)."
     )
     optimizer: OptimizerName
     lora_rank: int

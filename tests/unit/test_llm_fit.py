@@ -74,7 +74,7 @@ def test_a_gguf_file_splits_by_layers_and_other_formats_by_heads(quant, split):
         assert llm_fit.gpus_needed(a, 16, 8) == 3
     else:
         assert llm_fit.gpus_needed(a, 16, 8) == 4
-    assert memory.split_for(llm.quantization("q4_k_m"), "qlora") == "tensor"
+    assert memory.split_for(llm.quantization("q4_k_m"), "qlora") == "sharded"
 
 
 def test_a_24_gb_card_has_more_headroom_than_a_16_gb_card_for_8b_qlora():
@@ -233,11 +233,14 @@ def test_the_memory_model_agrees_with_every_published_run_and_out_of_memory(
     assert (needed is not None) is ran
 
 
-def test_a_layer_split_asked_for_training_is_counted_as_memory_breakdown_counts_it():
-    """memory_breakdown splits training tensor-parallel whatever `split` says, so gpus_needed
-    keeps the heads rule there too: 3 GPUs never carry a 64-head model's LoRA."""
+def test_a_split_asked_for_training_is_counted_as_memory_breakdown_counts_it():
+    """memory_breakdown shards training data-parallel (FSDP) whatever `split` says, so
+    gpus_needed counts it so too: any count, no heads rule (3 GPUs may carry a 64-head model's
+    LoRA), each GPU with a whole sequence's activations."""
     model, quant = llm.model("llama-3.1-70b"), llm.quantization("q4_k_m")
     kwargs = {"task": "lora", "quant": quant, "context": 2048}
-    layer = memory.gpus_needed(model, llm_fit.capacity_gb(20), 8, split="layer", **kwargs)
-    assert layer == memory.gpus_needed(model, llm_fit.capacity_gb(20), 8, **kwargs)
-    assert layer is None or 64 % layer == 0
+    for split in ("layer", "tensor"):
+        asked = memory.gpus_needed(model, llm_fit.capacity_gb(24), 8, split=split, **kwargs)
+        assert asked == memory.gpus_needed(model, llm_fit.capacity_gb(24), 8, **kwargs)
+    assert memory.memory_breakdown(model, gpus=3, split="tensor", **kwargs).split == "sharded"
+    assert memory.split_fits(model, 3, "sharded")

@@ -174,10 +174,27 @@ def test_total_monotone_in_bits(slug, bits, extra, ctx):
 
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(SLUGS), TASK, st.sampled_from([1, 2, 4, 8]), st.integers(1, 16384))
-def test_tensor_parallel_divides_weights_by_n(slug, task, n, ctx):
+def test_a_split_divides_weights_and_optimizer_by_n(slug, task, n, ctx):
+    """Inference tensor-parallel: weights / N. Training sharded data parallel (FSDP): weights
+    / N plus one block gathered whole, and each GPU keeps a whole sequence's activations."""
     model = MODELS[slug]
     one = m.memory_breakdown(model, task, context=ctx, gpus=1)
     split = m.memory_breakdown(model, task, context=ctx, gpus=n)
-    assert split.weights == pytest.approx(one.weights / n)
+    gathered = one.weights / model.layers if task != "inference" and n > 1 else 0.0
+    assert split.weights == pytest.approx(one.weights / n + gathered)
     assert split.optimizer == pytest.approx(one.optimizer / n)
+    if task != "inference":
+        assert split.activations == pytest.approx(one.activations)  # batch 1: one sequence
     assert split.total <= one.total
+
+
+def test_sharded_training_keeps_whole_sequences_per_gpu():
+    """8 x 10 GB cards do not hold Llama 3.1 70B QLoRA: each GPU stores its own sequence's
+    activations (9.8 GB at 4,096 tokens), which a tensor split divided by 8."""
+    model, nf4 = MODELS["llama-3.1-70b"], m.NF4
+    one_seq = m.memory_breakdown(model, "qlora", nf4, context=4096, gpus=1).activations
+    eight = m.memory_breakdown(model, "qlora", nf4, context=4096, gpus=8)
+    assert eight.activations == pytest.approx(one_seq)
+    assert eight.total_gb > 10.0 * 2**30 / 1e9  # more than a 10 GiB card holds
+    batch8 = m.memory_breakdown(model, "qlora", nf4, context=4096, batch=8, gpus=4)
+    assert batch8.activations == pytest.approx(2 * one_seq)  # 8 sequences over 4 GPUs
