@@ -958,6 +958,53 @@ def with_replicas(fitting: list[LlmOption], max_gpus: int) -> list[LlmOption]:
     return out
 
 
+def with_more_gpus(
+    ask: llm_fit.Ask, fitting: list[LlmOption], data: LlmData, framework: str, max_gpus: int
+) -> list[LlmOption]:
+    """`fitting` and, for a training ask, each estimated card configuration of k GPUs on
+    k + 1 .. max_gpus of them, sharded data parallel at the framework's profile (what a lab
+    spends a larger budget on: 8 x H100 PCIe for LoRA on a 70B, not only the fewest cards
+    that hold it). Counts that add no speed are left out; the memory and headroom are those
+    of the larger count."""
+    if ask.phase != "train":
+        return fitting
+    out = list(fitting)
+    for o in fitting:
+        gpu = o.gpu
+        if o.basis != "estimated" or o.replicas > 1 or gpu.unit_gpus > 1 or not o.speedup > 0:
+            continue
+        last = o.speedup
+        for n in range(o.count + 1, max_gpus + 1):
+            s = scaling(
+                data.profiles,
+                "parallel",
+                framework,
+                gpu.interconnect,
+                n,
+                fitted=data.fitted,
+                sold_as=gpu.sold_as,
+                stack=gpu.stack,
+                fitted_stacks=data.fitted_stacks,
+            )
+            if not s.speedup > last:
+                continue
+            last, gain = s.speedup, s.speedup / o.speedup
+            out.append(
+                replace(
+                    o,
+                    count=n,
+                    breakdown=ask.breakdown(n),
+                    headroom=llm_fit.headroom(ask, gpu.memory_gb, n),
+                    throughput=o.throughput * gain,
+                    low=o.low * gain,
+                    high=o.high * gain,
+                    speedup=s.speedup,
+                    scaling_basis=s.basis,
+                )
+            )
+    return out
+
+
 def relative_to(
     rows: Sequence[RankingItem | Recommendation],
     ask: llm_fit.Ask,
@@ -1087,9 +1134,19 @@ def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list
 
 
 def _offered(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> list[LlmOption]:
-    """The priced configurations of the pool that fit, with their copies in independent mode."""
+    """The priced configurations of the pool that fit, with their copies in independent mode
+    and, for training, more GPUs than the fewest that hold the model (with_more_gpus)."""
     fitting = options(ask, data, limits.max_gpus, framework, True, limits.pool)
-    return with_replicas(fitting, limits.max_gpus) if limits.mode == "independent" else fitting
+    if limits.mode == "independent":
+        return with_replicas(fitting, limits.max_gpus)
+    key = ("more", *_options_key(data, ask, limits.max_gpus, framework, True, limits.pool))
+    more = bounded(
+        data.kept_options,
+        MAX_KEPT_OPTIONS,
+        key,
+        lambda: tuple(with_more_gpus(ask, fitting, data, framework, limits.max_gpus)),
+    )
+    return list(more)
 
 
 #: Weight formats an empty inference answer offers instead, best quality first: the llama.cpp

@@ -787,3 +787,30 @@ def test_a_model_of_no_measured_shape_keeps_each_gpus_decode_terms(db, client):
             "recommendations"
         ][0]["why"]
     )
+
+
+def test_a_training_ask_may_spend_its_budget_on_more_gpus_than_the_fewest(client):
+    """Data parallel: a lab with $300,000 for LoRA on a 70B is offered 8 x H100 PCIe, not only
+    the fewest cards that hold the model; an inference ask keeps the fewest (mode=independent
+    offers copies)."""
+    ask = {"model": "llama-3.1-70b", "task": "lora", "budget": 300000, "max_gpus": 8}
+    rows = client.get("/recommend", params={**ask, "limit": 50}).json()["recommendations"]
+    fewest = client.get("/rankings", params={k: v for k, v in ask.items() if k != "budget"})
+    least = {r["gpu"]: r["count"] for r in fewest.json()["items"]}
+    more = [r for r in rows if r["count"] > least[r["gpu"]]]
+    assert more, [(r["gpu"], r["count"]) for r in rows]
+    for r in more:
+        assert r["scaling_basis"].startswith(("fitted:", "profile:"))
+        assert f"{r['count']} x {r['gpu']} (model sharded over them" in r["why"]
+    by_gpu: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        by_gpu.setdefault(r["gpu"], []).append((r["count"], r["throughput"]))
+    for points in by_gpu.values():  # more of one GPU, more tokens/s
+        points.sort()
+        assert [t for _, t in points] == sorted(t for _, t in points)
+    infer = {"model": "llama-3.1-8b", "max_gpus": 8}
+    inference = client.get("/recommend", params={**infer, "budget": 300000, "limit": 50})
+    fewest_infer = {
+        r["gpu"]: r["count"] for r in client.get("/rankings", params=infer).json()["items"]
+    }
+    assert all(r["count"] == fewest_infer[r["gpu"]] for r in inference.json()["recommendations"])
