@@ -42,8 +42,14 @@ _UNITS_FOR_PRECISION: dict[str, tuple[str, ...]] = {
 
 def peak_tflops(rates: PeakRates, precision: str) -> float:
     """The highest rate a run at `precision` (or a weight format's compute precision) could
-    reach on this GPU."""
-    units = _UNITS_FOR_PRECISION[COMPUTE_PRECISION.get(precision, precision)]
+    reach on this GPU. bfloat16 is its own format: a GPU without bf16 units (before Ampere
+    and CDNA: V100, T4, RTX 20, GTX 10) runs it through FP32 arithmetic, never its fp16
+    units, so there only the FP32 rate counts (the catalog put a V100 or an RTX 2080 Ti at
+    twice its FP32 rate on bf16 work)."""
+    compute = COMPUTE_PRECISION.get(precision, precision)
+    units = _UNITS_FOR_PRECISION[compute]
+    if compute == "bf16" and rates.bf16_tensor is None:
+        units = tuple(u for u in units if u != "fp16_vector")
     values = [getattr(rates, unit) for unit in units]
     return max(v for v in values if v is not None)
 

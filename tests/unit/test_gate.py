@@ -29,6 +29,14 @@ def test_peak_per_precision_uses_the_fastest_usable_unit():
     assert peak_tflops(PASCAL, "bf16") == 11.34
 
 
+def test_bf16_on_a_gpu_without_bf16_units_runs_at_the_fp32_rate():
+    """A V100 or RTX 2080 Ti has fast fp16 units but none for bfloat16."""
+    volta = PeakRates(fp32=15.7, fp16_vector=31.4, fp16_tensor=125.0)
+    assert peak_tflops(volta, "bf16") == 15.7
+    assert peak_tflops(volta, "fp16") == 125.0
+    assert peak_tflops(ADA, "bf16") == 165.2
+
+
 def test_implied_tflops_is_per_gpu():
     assert implied_tflops(1000, 2.45e10, 1) == pytest.approx(24.5)
     assert implied_tflops(1000, 2.45e10, 2) == pytest.approx(12.25)
