@@ -6,7 +6,8 @@ Design decisions:
   only while the GPU is in production and only within the freshness window; once a GPU is
   discontinued its MSRP never prices it (nobody sells it new at launch price any more).
 - A price older than `max_age_days` is *stale*: it is shown, marked, but used for ranking only
-  when the caller allows stale prices. A price dated in the future is a typo and ignored.
+  when the caller allows stale prices (then an old street price first, else the MSRP of a GPU
+  still in production). A price dated in the future is a typo and ignored.
 - Between a fresh street price and a fresh MSRP for `new`, the street price wins (it is what a
   buyer pays today); between usable `new` and `used`, `any` takes the cheaper.
 """
@@ -70,7 +71,10 @@ def _new_price(
     if fresh:
         return fresh[0]  # street first
     if allow_stale:
-        return street  # an old MSRP is a launch figure, not a price anyone pays now
+        # an old street price first; else, for a GPU still made, its list price: what a
+        # workstation card (RTX 6000 Ada, Radeon PRO W7900) is sold at, and what the caller
+        # allowed by asking for older prices (a discontinued GPU's MSRP never prices it)
+        return street or msrp
     return None
 
 

@@ -48,6 +48,7 @@ from service.domain.availability import Availability
 from service.domain.prices import PriceObservation, current_price
 from service.models import Gpu, Price
 from service.read_model.estimates import ModelInputs, fingerprint, load_inputs
+from service.read_model.price_rows import observation as price_observation
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +84,7 @@ def current_prices(session: Session, today: date, max_age_days: int) -> dict[str
     observed: dict[int, list[PriceObservation]] = {}
     for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
         assert p.usd is not None
-        observed.setdefault(p.gpu_id, []).append(
-            PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
-        )
+        observed.setdefault(p.gpu_id, []).append(price_observation(p))
     out = {}
     for g in gpus:
         in_production = Availability(g.status, g.sold_as, g.unit_gpus).in_production

@@ -81,6 +81,7 @@ from service.read_model.costing import (
 from service.read_model.estimates import estimate_model, estimates_for
 from service.read_model.memo import bounded
 from service.read_model.ownership import OwnershipData, load_ownership
+from service.read_model.price_rows import observation as price_observation
 from service.read_model.profiles import scaling_data
 from service.read_model.snapshot import utc_today
 from service.read_model.snapshot_cache import SnapshotCache
@@ -337,9 +338,7 @@ def load(
     for p in every_price:
         if p.usd is None:
             continue
-        prices[p.gpu_id].append(
-            PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
-        )
+        prices[p.gpu_id].append(price_observation(p))
     gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
     rows = []
     for g in gpus:
@@ -1229,10 +1228,10 @@ def other_asks(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) 
 def older_price(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, fitting: list[LlmOption]
 ) -> str:
-    """'; at an older price (allow_stale=true) ...' when a GPU whose newest price is a street
-    or used price older than the freshness window would cost less than the cheapest with a
-    current one: an empty answer should not hide what allow_stale=true would rank. An old
-    MSRP is not offered (allow_stale does not use it: prices.current_price). '' otherwise,
+    """'; at an older price (allow_stale=true) ...' when a GPU whose newest price is older
+    than the freshness window (a street or used price, or the list price of a GPU still made,
+    as allow_stale prices it: prices.current_price) would cost less than the cheapest with a
+    current one: an empty answer should not hide what allow_stale=true would rank. '' otherwise,
     and when stale prices are already allowed (they are then current)."""
 
     def usable(o: LlmOption) -> bool:
@@ -1245,7 +1244,7 @@ def older_price(
         for o in every
         if o.gpu.price is None
         and o.gpu.shown_price is not None
-        and o.gpu.shown_price.condition in ("new", "used")
+        and o.gpu.shown_price.condition in ("new", "used", "msrp")
         and usable(o)
     ]
 

@@ -32,6 +32,7 @@ from service.read_model.costing import Costed, costed
 from service.read_model.estimates import estimates_for
 from service.read_model.memo import bounded
 from service.read_model.ownership import OwnershipData, load_ownership
+from service.read_model.price_rows import observation as price_observation
 from service.read_model.profiles import scaling_data
 
 log = logging.getLogger(__name__)
@@ -243,9 +244,7 @@ def build_snapshot(
     prices: dict[int, list[PriceObservation]] = {}
     for p in session.exec(select(Price).where(col(Price.usd).is_not(None))).all():
         assert p.usd is not None
-        prices.setdefault(p.gpu_id, []).append(
-            PriceObservation(p.usd, p.condition, p.source, p.observed_at, p.id or 0)
-        )
+        prices.setdefault(p.gpu_id, []).append(price_observation(p))
     candidates = []
     priced_otherwise: set[str] = set()
     for g in gpus:

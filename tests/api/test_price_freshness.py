@@ -119,10 +119,12 @@ def test_model_asks_rank_at_a_stale_price_only_with_allow_stale(fresh_client, ke
 def test_an_empty_fine_tuning_answer_names_qlora_and_more_gpus_as_recommend_answers_them(
     fresh_client,
 ):
-    """LoRA of a 70B model fits nothing within $20,000 on up to 4 GPUs; the hint names what
-    QLoRA, and 8 GPUs, would buy, and each is what /recommend answers first when asked so."""
+    """LoRA of a 70B model fits nothing within $40,000 on up to 4 GPUs; the hint names what
+    QLoRA, and 8 GPUs, would buy, and each is what /recommend answers first when asked so.
+    (Sharded data parallel keeps a whole sequence's activations on each GPU: 8 x 24 GB cards
+    do not hold it, 8 x 32 GB do.)"""
 
-    ask = {"model": "llama-3.1-70b", "task": "lora", "budget": 20000}
+    ask = {"model": "llama-3.1-70b", "task": "lora", "budget": 40000}
     empty = fresh_client.get("/recommend", params=ask).json()
     assert not empty["recommendations"]
     hint = empty["hint"]
@@ -167,3 +169,17 @@ def test_a_faster_card_kept_out_by_a_stale_price_is_named_in_the_hint(fresh_clie
     assert loose["recommendations"][0]["gpu"] == "nvidia-l40s"
     cool = fresh_client.get("/recommend", params=params | {"max_power_w": 300}).json()
     assert "nvidia-l40s" not in (cool["hint"] or "")  # 350 W: the ask's limit keeps it out too
+
+
+def test_allow_stale_prices_a_gpu_still_made_at_its_list_price(fresh_client):
+    """A 48 GB workstation card with no street price: its launch MSRP ranks with
+    allow_stale=true (it is still made and sold at list), the empty answer says so, and the
+    price names its citation, not the seed's marker."""
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "budget": 8000, "max_gpus": 1}
+    hint = fresh_client.get("/recommend", params=ask).json()["hint"]
+    found = re.search(r"at an older price \(allow_stale=true\) 1 x ([a-z0-9.-]+) costs", hint)
+    assert found and "msrp price of" in hint, hint
+    loose = fresh_client.get("/recommend", params=ask | {"allow_stale": True}).json()
+    rows = {r["gpu"]: r for r in loose["recommendations"]}
+    price = rows[found[1]]["unit_price"]
+    assert price["condition"] == "msrp" and price["stale"] and price["source"] != "msrp"

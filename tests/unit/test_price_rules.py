@@ -27,7 +27,12 @@ def test_msrp_counts_only_in_production_and_fresh():
     assert current_price(msrp, "new", TODAY, 180, in_production=False) is None
     assert shown_price(msrp, "any", TODAY, in_production=False) is None
     old = [_obs(1599, "msrp", date(2022, 10, 12), 1)]
-    assert current_price(old, "new", TODAY, 180, allow_stale=True) is None
+    assert current_price(old, "new", TODAY, 180) is None
+    # asked for older prices: a GPU still made is sold at list, a discontinued one is not
+    assert current_price(old, "new", TODAY, 180, allow_stale=True) == old[0]
+    assert current_price(old, "new", TODAY, 180, False, allow_stale=True) is None
+    stale_street = [*old, _obs(1799, "new", date(2023, 1, 1), 2)]
+    assert current_price(stale_street, "new", TODAY, 180, allow_stale=True) == stale_street[1]
     street = [*msrp, _obs(2200, "new", date(2026, 9, 1), 2)]
     assert current_price(street, "new", TODAY, 180) == street[1]  # street beats MSRP
 
