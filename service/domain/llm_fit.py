@@ -34,9 +34,12 @@ stated interconnect cost), as a fixed decode workload does. Training over N GPUs
 framework's scaling profile.
 
 Ranking: throughput first; configurations whose values lie inside each other's bands form a
-tier, and inside a tier more headroom (largest batch, then context, that still fits) ranks
-first; equal headroom keeps throughput order, then the lower price. Tiers are formed among
-the configurations that are offered (within budget), led by the fastest left.
+tier, and inside a tier fewer GPUs rank first (as fast within what the estimates can tell, and
+one card needs no split, no bigger box and less power: 2 x RX 7900 XT at ~100 tokens/s and
+$2,249 with their box had ranked above one RX 7900 XTX at ~122 and $781 for its larger
+context), then more headroom (largest batch, then context, that still fits); equal headroom
+keeps throughput order, then the lower price. Tiers are formed among the configurations that
+are offered (within budget), led by the fastest left.
 
 A recommendation offers no dominated configuration: one that another offered configuration
 beats on every count a buyer weighs (at least as many tokens/s, a cost no higher, at least as
@@ -219,7 +222,8 @@ def _inside(a: Option, b: Option) -> bool:
 
 
 def rank(options: Sequence[Option]) -> list[Option]:
-    """By throughput; inside a tier of mutually overlapping bands, more headroom first."""
+    """By throughput; inside a tier of mutually overlapping bands, fewer GPUs, then more
+    headroom first."""
     ordered = sorted(options, key=lambda o: (-o.throughput, o.price, o.slug, o.count))
     out: list[Option] = []
     i = 0
@@ -257,6 +261,13 @@ def _dominates(a: Option, b: Option) -> bool:
     return no_worse and (a.throughput > b.throughput or a.price < b.price or room_a != room_b)
 
 
-def _headroom_key(o: Option) -> tuple[float, float, float, float, str]:
+def _headroom_key(o: Option) -> tuple[int, float, float, float, float, str]:
     room = o.headroom
-    return (-(room.max_batch or 0), -(room.max_context or 0), -o.throughput, o.price, o.slug)
+    return (
+        o.count,
+        -(room.max_batch or 0),
+        -(room.max_context or 0),
+        -o.throughput,
+        o.price,
+        o.slug,
+    )

@@ -348,6 +348,7 @@ def test_the_budget_pays_for_the_box_several_cards_need(client):
 def test_a_model_split_over_several_cards_pays_for_their_box(client):
     """LLM asks too: a 70B model on two 24 GB cards needs the 2-GPU box within the budget."""
     ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "budget": 20000, "max_gpus": 4}
+    ask |= {"limit": 50}  # one 48 GB card ranks above two 24 GB ones in its tier
     recs = client.get("/recommend", params=ask).json()["recommendations"]
     multi = [r for r in recs if r["count"] > 1]
     assert multi

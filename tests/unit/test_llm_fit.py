@@ -1,6 +1,7 @@
 """Fit, headroom, rooflines and ranking for LLM asks (service/domain/llm_fit.py), and the one
 compute-rate table the physics gate and the estimators share."""
 
+import dataclasses
 import math
 from dataclasses import replace
 
@@ -141,6 +142,13 @@ def test_inside_each_others_bands_more_headroom_ranks_first():
     fast_small = option("a", 110, 0.2, batch=2)
     slow_large = option("b", 100, 0.2, batch=6)
     assert [o.slug for o in llm_fit.rank([fast_small, slow_large])] == ["b", "a"]
+
+
+def test_inside_each_others_bands_fewer_gpus_rank_before_more_headroom():
+    """One RX 7900 XTX at ~122 tokens/s beside two RX 7900 XT at ~100 with more context room."""
+    one = option("xtx", 122, 0.2, batch=2)
+    two = dataclasses.replace(option("xt", 100, 0.2, batch=6), count=2)
+    assert [o.slug for o in llm_fit.rank([two, one])] == ["xtx", "xt"]
 
 
 def test_outside_the_bands_throughput_ranks_first():
