@@ -6,7 +6,6 @@ answer with these rows, so a field means the same in every answer.
 
 from dataclasses import dataclass
 from functools import partial
-from itertools import takewhile
 from typing import Any
 
 from service.domain.availability import exclusion
@@ -186,7 +185,7 @@ def _hints(
             c for c in pool if fits_power(c.tdp_w, max(1, c.availability.unit_gpus), costs, limit)
         ]
     parts = [] if items else [_hint(snapshot, pool, ask.budget, min_memory_gb)]
-    parts += _kept_out(snapshot, pool, ask.budget, ask.max_gpus, top)
+    parts += _kept_out(snapshot, pool, ask, top)
     return "; ".join(parts) or None
 
 
@@ -330,15 +329,27 @@ def _month(p: PriceObservation) -> str:
 
 
 def _kept_out(
-    snapshot: Snapshot, pool: list[Candidate], budget: float, max_gpus: int, top: float
+    snapshot: Snapshot, pool: list[Candidate], ask: RecommendationAsk, top: float
 ) -> list[str]:
     """GPUs that availability or a missing fresh price kept out and that would have been
     faster than the first answer: what a buyer would otherwise have been offered. A GPU sold
-    in units of N is compared at N GPUs (an upper bound: N x one GPU), a card at one."""
+    in units of N is compared at N GPUs (an upper bound: N x one GPU); a card with an older
+    price at as many as that price buys within the budget and max_gpus, scaled as the ask
+    scales them (3 x RTX 4090 at its April price beat 4 x RTX 5080 on ResNet-50 at $10,000, and
+    the hint named nothing)."""
+    budget, max_gpus = ask.budget, ask.max_gpus
     candidates = snapshot.derived(
         ("may be kept out", max_gpus), partial(_may_be_kept_out, snapshot, max_gpus)
     )
-    faster = list(takewhile(lambda kept: _unit_throughput(kept[0]) > top, candidates))
+
+    def best(c: Candidate) -> float:
+        old = c.shown_price
+        if c.price is not None or old is None or c.availability.unit_gpus > 1:
+            return _unit_throughput(c)
+        count = max(1, min(max_gpus, int(budget // old.usd)))
+        return snapshot.configuration(ask.mode, ask.framework, c, count).throughput
+
+    faster = [kept for kept in candidates if best(kept[0]) > top]
     if not faster:
         return []  # the common case: nothing kept out beats the first answer
     in_pool = {c.slug for c in pool}

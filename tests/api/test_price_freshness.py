@@ -183,3 +183,19 @@ def test_allow_stale_prices_a_gpu_still_made_at_its_list_price(fresh_client):
     rows = {r["gpu"]: r for r in loose["recommendations"]}
     price = rows[found[1]]["unit_price"]
     assert price["condition"] == "msrp" and price["stale"] and price["source"] != "msrp"
+
+
+def test_a_card_whose_older_price_buys_several_that_beat_the_first_answer_is_named(
+    fresh_client, keys
+):
+    """Compared at as many cards as its older price buys within the budget and max_gpus: one
+    L40S is slower than the first answer's several cards, four of them are not."""
+    _price(fresh_client, keys.auth(keys.admin), "nvidia-l40s", 1000, "used", 400)
+    params = WORKLOAD | {"budget": 5000, "condition": "used", "max_gpus": 4, "platform_usd": 0}
+    answer = fresh_client.get("/recommend", params=params).json()
+    first = answer["recommendations"][0]
+    one = fresh_client.get(
+        "/compare", params={"gpu": "nvidia-l40s", "count": 1, "workload": WORKLOAD["workload"]}
+    ).json()["throughput"]
+    assert first["count"] > 1 and one < first["throughput"]  # one card alone would not be named
+    assert "nvidia-l40s (newest $1,000 from" in (answer["hint"] or ""), answer["hint"]
