@@ -76,6 +76,11 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             f"Over {hours:,.0f} hours, renting {count} GPU(s) at {cheapest.provider} costs "
             f"${rent:,.0f} against ${buy.tco_usd:,.0f} to own: {cheaper} is cheaper."
         )
+        if count > 1:  # the feed prices single GPUs; a node of several may rent for more
+            notes.append(
+                f"The rent is {count} x the cheapest per-GPU offer; a {count}-GPU node with its "
+                "interconnect may rent for more."
+            )
     return Comparison(
         gpu=slug,
         name=cand.name,

@@ -130,9 +130,12 @@ class Snapshot:
         return {c.slug: c for c in self.candidates}
 
     def relative(self, throughput: float) -> float | None:
-        if self.reference is None or self.reference.estimate.value <= 0:
+        """Throughput over the reference GPU's; None where the reference cannot run the
+        workload (less memory than it needs: an RTX 4090 on MLPerf Llama 2 70B LoRA)."""
+        ref = self.reference
+        if ref is None or ref.estimate.value <= 0 or ref.memory_gb < self.workload.min_memory_gb:
             return None
-        return throughput / self.reference.estimate.value
+        return throughput / ref.estimate.value
 
     @property
     def layer_split(self) -> bool:

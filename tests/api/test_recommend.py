@@ -469,3 +469,13 @@ def test_a_llama_bench_workload_never_sells_n_gpus_for_one_decode_stream(client,
     )
     ratio = compare.json()["throughput"] / single.json()["throughput"]
     assert ratio == pytest.approx(120.0 / 130.0)  # the measured 4-GPU split, not ~3x
+
+
+def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload(client):
+    """The RTX 4090 (24 GB) cannot hold MLPerf Llama 2 70B LoRA (80 GB): no x-the-4090 figure."""
+    rows = client.get(
+        "/rankings", params={"workload": "mlperf-llama2-70b-lora-train", "min_memory_gb": 0}
+    ).json()["items"]
+    assert rows and all(r["relative_performance"] is None for r in rows)
+    fits = client.get("/rankings", params={"workload": "resnet50-train"}).json()["items"]
+    assert any(r["relative_performance"] is not None for r in fits)

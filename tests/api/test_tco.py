@@ -258,6 +258,7 @@ def test_compare_answers_cheapest_cloud_offer_and_break_even(db, client):
     expected = fixed / (2 * 0.5 - energy_per_hour)
     assert body["break_even_hours"] == pytest.approx(expected)
     assert body["rent_usd_over_horizon"] == pytest.approx(2 * 0.5 * HOURS)
+    assert "2 x the cheapest per-GPU offer" in body["why"]  # a 2-GPU node may rent for more
     assert (
         buy["tco_usd"]
         == buy["total_price_usd"] + buy["platform_usd"] + buy["energy_usd"] - (buy["resale_usd"])
