@@ -119,19 +119,13 @@ def configurations(
     """Every priced (GPU, count) that can be bought (`configuration` of each), best
     throughput first, then cheapest. N GPUs no faster than one (a llama.cpp layer split:
     each token passes the GPUs in turn) are left out: they buy nothing for one job."""
-    configs = [
-        config
+    every = (
+        configuration(cand, count, scaling_for, measured_multi, use_measured_multi, result_noise)
         for cand in candidates
         if cand.price is not None
         for count in purchase_counts(cand.availability, max_gpus)
-        if (
-            config := configuration(
-                cand, count, scaling_for, measured_multi, use_measured_multi, result_noise
-            )
-        ).count
-        == 1
-        or config.speedup > 1.0
-    ]
+    )
+    configs = [c for c in every if c.count == 1 or c.speedup > 1.0]
     configs.sort(key=lambda c: (-c.throughput, c.total_price, c.candidate.slug))
     return configs
 

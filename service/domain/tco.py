@@ -84,33 +84,34 @@ class Ownership:
     notes: tuple[str, ...] = field(default=())
 
 
-def powers(box: PlatformCost, draw_w: float | None) -> bool:
-    """Whether the box's power supplies (where the source states them) carry `draw_w`."""
-    return box.psu_w is None or draw_w is None or box.psu_w >= draw_w
+def powers(box: PlatformCost, count: int, tdp_w: float | None) -> bool:
+    """Whether the box's power supplies (where the source states them) carry `count` GPUs of
+    `tdp_w` each (where stated)."""
+    return box.psu_w is None or not tdp_w or box.psu_w >= tdp_w * count
 
 
 def platform_for(
-    platforms: Mapping[int, PlatformCost], count: int, draw_w: float | None = None
+    platforms: Mapping[int, PlatformCost], count: int, tdp_w: float | None = None
 ) -> PlatformCost | None:
-    """The sourced box for `count` GPUs drawing `draw_w` in all (their TDPs): its own row,
-    else the cheapest that holds more, of those whose stated power supplies carry the draw.
-    8 x RTX 5090 (4,600 W) get no 8-GPU box built for 3090s on 4,200 W of supplies."""
+    """The sourced box for `count` GPUs of `tdp_w` each: its own row, else the cheapest that
+    holds more, of those whose stated power supplies carry their draw. 8 x RTX 5090 (4,600 W)
+    get no 8-GPU box built for 3090s on 4,200 W of supplies."""
     own = platforms.get(count)
-    if own is not None and powers(own, draw_w):
+    if own is not None and powers(own, count, tdp_w):
         return own
-    bigger = [p for n, p in platforms.items() if n > count and powers(p, draw_w)]
+    bigger = [p for n, p in platforms.items() if n > count and powers(p, count, tdp_w)]
     return min(bigger, key=lambda p: (p.usd, p.gpu_count), default=None)
 
 
 def extra_platform_usd(
-    platforms: Mapping[int, PlatformCost], count: int, draw_w: float | None = None
+    platforms: Mapping[int, PlatformCost], count: int, tdp_w: float | None = None
 ) -> float | None:
-    """What `count` GPUs cost in platform beyond a one-GPU PC: 0 for one GPU; None when no
-    sourced box holds `count` (and carries their draw) or no one-GPU PC is sourced to compare
-    with."""
+    """What `count` GPUs of `tdp_w` each cost in platform beyond a one-GPU PC: 0 for one GPU;
+    None when no sourced box holds `count` (and carries their draw) or no one-GPU PC is
+    sourced to compare with."""
     if count <= 1:
         return 0.0
-    box, pc = platform_for(platforms, count, draw_w), platforms.get(1)
+    box, pc = platform_for(platforms, count, tdp_w), platforms.get(1)
     if box is None or pc is None:
         return None
     return max(box.usd - pc.usd, 0.0)
@@ -129,7 +130,7 @@ def budget_extra_usd(
     `count` GPUs of `tdp_w` each."""
     if included is not None or (settings is not None and settings.platform_usd is not None):
         return 0.0
-    return extra_platform_usd(platforms, count, tdp_w * count if tdp_w else None)
+    return extra_platform_usd(platforms, count, tdp_w)
 
 
 def no_box_phrase(count: int, tdp_w: float | None) -> str:

@@ -68,7 +68,7 @@ def costed(
         throughput,
         unit,
         costs,
-        platform_for(data.platforms, count, tdp_w * count if tdp_w else None),
+        platform_for(data.platforms, count, tdp_w),
         data.used_new_ratio.get(slug),
         included,
         bought_used,

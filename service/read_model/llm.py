@@ -65,7 +65,7 @@ from service.domain.prices import (
     is_stale,
     shown_price,
 )
-from service.domain.scaling import ProfileKey, scaling
+from service.domain.scaling import ProfileKey, Scaling, scaling
 from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
@@ -306,11 +306,12 @@ def _nearest_bytes_reference(
     put it at 5.3 x an RTX 4090 on Qwen3 8B Q4_K_M and 0.9 x on Llama 3.1 8B). The roofline
     ratio of the two then moves the estimate, as it moves one along the context."""
     asked = llm_fit.decode_bytes_per_step(ask.model, ask.quant, ask.context, 1)
+    formats = list(llm.quantizations())
     choices = []
     for m in measured:
         if m.phase != "decode" or m.count != 1 or m.model not in models:
             continue
-        quant = memory.find_quantization(m.quant, list(llm.quantizations()))
+        quant = memory.find_quantization(m.quant, formats)
         if quant is None:
             continue
         spec = models[m.model]
@@ -681,22 +682,30 @@ def _estimate(
     if ask.phase != "train" and (layer or ask.quant.name in learned.split_formats):
         speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
     else:  # training: the framework's profile; tensor-parallel decode: as a fixed workload's
-        s = scaling(
-            data.profiles,
-            "parallel",
-            framework,
-            gpu.interconnect,
-            count,
-            decode=ask.phase == "decode",
-            fitted=data.fitted,
-            sold_as=gpu.sold_as,
-            stack=gpu.stack,
-            fitted_stacks=data.fitted_stacks,
-        )
+        s = _parallel_scaling(data, framework, gpu, count, decode=ask.phase == "decode")
         speedup, basis = s.speedup, s.basis
     value = one * speedup
     low, high = value * math.exp(-log_low), value * math.exp(log_high)
     return value, low, high, n, speedup, basis, kind
+
+
+def _parallel_scaling(
+    data: LlmData, framework: str, gpu: GpuRow, count: int, decode: bool = False
+) -> Scaling:
+    """`count` x `gpu` on one job by the data's profiles (fitted where they speak for the GPU's
+    stack, else assumed), as a fixed workload's configurations scale them."""
+    return scaling(
+        data.profiles,
+        "parallel",
+        framework,
+        gpu.interconnect,
+        count,
+        decode=decode,
+        fitted=data.fitted,
+        sold_as=gpu.sold_as,
+        stack=gpu.stack,
+        fitted_stacks=data.fitted_stacks,
+    )
 
 
 def _scaled_reference(
@@ -974,17 +983,7 @@ def with_more_gpus(
             continue
         last = o.speedup
         for n in range(o.count + 1, max_gpus + 1):
-            s = scaling(
-                data.profiles,
-                "parallel",
-                framework,
-                gpu.interconnect,
-                n,
-                fitted=data.fitted,
-                sold_as=gpu.sold_as,
-                stack=gpu.stack,
-                fitted_stacks=data.fitted_stacks,
-            )
+            s = _parallel_scaling(data, framework, gpu, n)
             if not s.speedup > last:
                 continue
             last, gain = s.speedup, s.speedup / o.speedup

@@ -24,11 +24,11 @@ def test_the_cheapest_of_several_bigger_boxes():
 
 def test_a_box_whose_stated_supplies_cannot_carry_the_cards_is_not_theirs():
     boxes = {**BOXES, 8: PlatformCost(8, 5242.0, 4200, "eight")}
-    assert platform_for(boxes, 8, 8 * 350).source == "eight"  # 8 x 350 W: 2,800 W
-    assert platform_for(boxes, 8, 8 * 575) is None  # 8 x 575 W: 4,600 W > 4,200 W
-    assert platform_for(boxes, 2, 2 * 900).source == "four"  # 1,800 W > 1,650: the next box
+    assert platform_for(boxes, 8, 350).source == "eight"  # 8 x 350 W: 2,800 W
+    assert platform_for(boxes, 8, 575) is None  # 8 x 575 W: 4,600 W > 4,200 W
+    assert platform_for(boxes, 2, 900).source == "four"  # 1,800 W > 1,650: the next box
     assert platform_for(boxes, 2, None).source == "two"  # no TDP stated: as before
-    assert extra_platform_usd(boxes, 8, 8 * 575) is None
+    assert extra_platform_usd(boxes, 8, 575) is None
 
 
 @pytest.mark.parametrize(
