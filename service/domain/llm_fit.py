@@ -84,6 +84,18 @@ class Ask:
     def phase(self) -> memory.Phase:
         return "decode" if self.task == "inference" else "train"
 
+    @property
+    def passes(self) -> int:
+        """Forwards' worth of matrix math per token (memory.training_passes; 1 for inference)."""
+        if self.task == "inference":
+            return 1
+        return memory.training_passes(self.task, self.gradient_checkpointing)
+
+    @property
+    def flops_per_token(self) -> float:
+        """FLOPs per token at the asked context, this task's passes included."""
+        return memory.flops_per_token(self.model, self.phase, self.context, self.passes)
+
     def memory_kwargs(self) -> dict[str, Any]:
         return {
             "task": self.task,
@@ -153,9 +165,11 @@ def roofline_tokens_per_s(
     batch: int,
     bandwidth_gbs: float,
     peak_tflops: float,
+    passes: int = memory.FULL_TRAINING_PASSES,
 ) -> float:
-    """Tokens/s at 100% of bandwidth (decode, capped by compute) or of peak (prefill, train)."""
-    flops = memory.flops_per_token(model, phase, int(context))
+    """Tokens/s at 100% of bandwidth (decode, capped by compute) or of peak (prefill, train:
+    `passes` forwards' worth per token)."""
+    flops = memory.flops_per_token(model, phase, int(context), passes)
     compute = peak_tflops * 1e12 / flops
     if phase != "decode":
         return compute

@@ -56,8 +56,16 @@ sharded data parallel, below):
   (ggml-org/llama.cpp#23604). cuBLAS workspaces and allocator slack come on top, so 0.5 GB.
 
 FLOPs per token (`flops_per_token`): forward 2 x A plus attention 4 x L x a x d x s' (QK^T and
-AV), s' the positions attended (decode: the context; prefill: half of it on average); training
-is forward + backward = 3 x forward, i.e. the familiar 6 x A (Kaplan et al. 2020).
+AV), s' the positions attended (decode: the context; prefill: half of it on average). Training
+costs `training_passes` forwards' worth: the forward, a backward of two when every weight
+trains (gradients for the activations and for the weights: 3 x forward, the familiar 6 x A,
+Kaplan et al. 2020, arXiv:2001.08361 sec. 2.1) or of one for adapters on frozen weights (no
+weight gradients: LoRA, Hu et al. 2021, arXiv:2106.09685 sec. 4.2, who measured 25% more
+training throughput than full fine-tuning of GPT-3 175B for it), plus one more forward with
+gradient checkpointing, which recomputes each layer's forward before its backward (Chen et al.
+2016, arXiv:1604.06174; with it a full step is 4 x forward, the 96 B s l h^2 of Narayanan et al.
+2021, arXiv:2104.04473 eq. 3). The adapters' own FLOPs (r x (d_in + d_out) per target, under 1%
+of A at rank 16) are left out.
 """
 
 from __future__ import annotations
@@ -82,6 +90,8 @@ MASTER_BYTES = 4.0
 # QLoRA's default base format (quantizations.csv row nf4), used when qlora is asked without one.
 NF4_BITS = 4.127
 TASKS: tuple[str, ...] = ("inference", "full-finetune", "lora", "qlora")
+# Forwards' worth of matrix math per token of full training without checkpointing (6 x A).
+FULL_TRAINING_PASSES = 3
 DEFAULT_QUANT: dict[str, str] = {
     "inference": "bf16",
     "full-finetune": "bf16",
@@ -572,9 +582,25 @@ def gpus_needed(
 # ---------------------------------------------------------------- compute
 
 
-def flops_per_token(model: ModelSpec, phase: Phase = "decode", context: int = 4096) -> float:
-    """FLOPs per token: 2 x active params + attention 4 L a d s' forward; train = 3 x forward."""
+def training_passes(task: Task, gradient_checkpointing: bool = False) -> int:
+    """Forwards' worth of matrix math per trained token (module docstring): the forward, a
+    backward of 2 (every weight trains) or 1 (adapters on frozen weights), +1 recomputed
+    forward with gradient checkpointing."""
+    if task == "inference":
+        raise ValueError("inference trains nothing")
+    backward = 2 if task == "full-finetune" else 1
+    return 1 + backward + (1 if gradient_checkpointing else 0)
+
+
+def flops_per_token(
+    model: ModelSpec,
+    phase: Phase = "decode",
+    context: int = 4096,
+    passes: int = FULL_TRAINING_PASSES,
+) -> float:
+    """FLOPs per token: 2 x active params + attention 4 L a d s' forward; train = `passes` x
+    forward (3, pretraining without checkpointing, unless given: training_passes)."""
     attended = context if phase == "decode" else context / 2
     attention = 4 * model.layers * model.heads * model.head_dim * attended
     forward = 2 * model.active_params_b * 1e9 + attention
-    return 3 * forward if phase == "train" else forward
+    return passes * forward if phase == "train" else forward

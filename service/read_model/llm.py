@@ -22,7 +22,11 @@ take the throughput model's estimate for the catalog's LLM training workload (``
 GPT-2 124M pretraining; its GPU, architecture and stack efficiencies are pooled from every
 measured training workload, service/domain/throughput_model.py) at the ask's compute precision,
 scaled by FLOPs per token: tokens/s = estimate x flops_per_unit(llm-train) /
-memory.flops_per_token(ask). Time per token proportional to FLOPs is the roofline's own
+Ask.flops_per_token, which counts the task's passes (memory.training_passes): GPT-2
+pretraining is 3 forwards' worth per token; full fine-tuning with gradient checkpointing (the
+memory breakdown's default) 4, LoRA and QLoRA with it 3 (no weight gradients for frozen
+weights). Counted as 3 for every task before, full fine-tuning was a third faster per token
+than LoRA would make it. Time per token proportional to FLOPs is the roofline's own
 assumption; the band is the model's band, scaled alike.
 
 What an ask reads (GPUs, current prices, LLM aggregates, scaling profiles: LlmData) is kept in
@@ -675,6 +679,7 @@ def _estimate(
             ask.batch,
             gpu.bandwidth_gbs,
             _peak(gpu, ask.quant),
+            ask.passes,
         )
         reference = (eff.value * roof, eff.log_band, eff.log_band, eff.n)
     one, log_low, log_high, n = reference
@@ -724,7 +729,7 @@ def _scaled_reference(
     e = _usable_estimate(ref.estimates, gpu.slug)
     if e is None:
         return None
-    one = e.value * ref.flops_per_token / memory.flops_per_token(ask.model, "train", ask.context)
+    one = e.value * ref.flops_per_token / ask.flops_per_token
     return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
 
 
@@ -831,8 +836,8 @@ def why(
         )
     elif o.model == f"{TRAIN_REFERENCE}-scaled":
         source = (
-            f"estimated: {o.source}, scaled by FLOPs per token, "
-            f"likely {figure(o.low)}-{figure(o.high)}"
+            f"estimated: {o.source}, scaled by FLOPs per token "
+            f"({_passes_words(ask)}), likely {figure(o.low)}-{figure(o.high)}"
         )
     else:
         source = (
@@ -869,6 +874,19 @@ def why(
         f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{figure(o.throughput)} "
         f"{UNIT}{total}{_speedup_words(o)} ({source}); {room}.{above}"
     )
+
+
+def _passes_words(ask: llm_fit.Ask) -> str:
+    """What a training token costs, in forwards (memory.training_passes)."""
+    backward = (
+        "activation and weight gradients"
+        if ask.task == "full-finetune"
+        else ("activation gradients only, the base weights frozen")
+    )
+    recompute = (
+        ", forward recomputed for gradient checkpointing" if ask.gradient_checkpointing else ""
+    )
+    return f"{ask.passes} x forward: backward with {backward}{recompute}"
 
 
 def _what(o: LlmOption, phase: str) -> str:

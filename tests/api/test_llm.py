@@ -335,6 +335,26 @@ def test_training_asks_scale_the_llm_train_estimate_by_flops_per_token(client, k
     assert after["throughput_low"] < after["throughput"] < after["throughput_high"]
 
 
+def test_full_fine_tuning_costs_a_forward_more_per_token_than_lora(client):
+    """With gradient checkpointing (the memory breakdown's default) a full fine-tuning token is
+    4 forwards' worth of matrix math, a LoRA token 3 (no gradients for the frozen weights): on
+    the same GPU at the same count, full fine-tuning runs at 3/4 of LoRA's tokens/s, and why
+    says how the token was counted."""
+    ask = {"model": "gpt2-124m", "context": 1024}
+    gpu = "nvidia-h100-sxm"
+    full = _item(client, {**ask, "task": "full-finetune"}, gpu)
+    lora = _item(client, {**ask, "task": "lora"}, gpu)
+    assert full["count"] == lora["count"] == 1
+    assert full["model"] == lora["model"] == "llm-train-scaled"
+    assert full["throughput"] == pytest.approx(0.75 * lora["throughput"], rel=1e-9)
+    answer = client.get(
+        "/recommend", params={**ask, "task": "full-finetune", "budget": 10**6, "limit": 50}
+    ).json()
+    why = next(i["why"] for i in answer["recommendations"] if i["model"] == "llm-train-scaled")
+    assert "scaled by FLOPs per token (4 x forward: backward with activation and weight " in why
+    assert "forward recomputed for gradient checkpointing" in why
+
+
 def _catalog(client, slug):
     return client.get(f"/gpus/{slug}").json()
 

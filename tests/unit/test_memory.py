@@ -134,6 +134,22 @@ def test_moe_memory_uses_total_params_and_flops_active_params():
     assert prefill < m.flops_per_token(mix, "decode", context=4096)
 
 
+def test_training_passes_count_the_backward_and_the_recomputed_forward():
+    """Full training: forward + 2 backward (6 x A); adapters skip the frozen weights' gradients;
+    checkpointing recomputes the forward once."""
+    assert m.training_passes("full-finetune") == 3 == m.FULL_TRAINING_PASSES
+    assert m.training_passes("full-finetune", gradient_checkpointing=True) == 4
+    assert m.training_passes("lora") == m.training_passes("qlora") == 2
+    assert m.training_passes("qlora", gradient_checkpointing=True) == 3
+    with pytest.raises(ValueError):
+        m.training_passes("inference")
+    model = MODELS["llama-3.1-8b"]
+    forward = m.flops_per_token(model, "prefill", 2048)
+    assert m.flops_per_token(model, "train", 2048, passes=4) == pytest.approx(4 * forward)
+    assert m.flops_per_token(model, "train", 2048) == pytest.approx(3 * forward)
+    assert m.flops_per_token(model, "prefill", 2048, passes=4) == pytest.approx(forward)
+
+
 def test_headroom_and_gpus_needed_are_consistent_with_the_breakdown():
     model = MODELS["llama-3.1-8b"]
     ctx = m.max_context_that_fits(model, 24, task="qlora")
