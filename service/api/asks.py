@@ -20,7 +20,14 @@ from service.schemas.queries import RecommendQuery
 DEFAULT_CONTEXT = 4096
 # The parameters only a language-model ask (model=...) reads, on /recommend; /rankings adds
 # max_gpus and framework, which its workload rankings (one GPU each) do not read.
-MODEL_ASK_PARAMS = ("task", "quant", "context", "batch", "min_tokens_per_s")
+MODEL_ASK_PARAMS = (
+    "task",
+    "quant",
+    "context",
+    "batch",
+    "min_tokens_per_s",
+    "gradient_checkpointing",
+)
 WORKLOAD_ASK_PARAMS = ("workload", "precision")
 _WITH_MODEL = {
     "workload": "workload and model are two asks: a measured workload, or a language model "
@@ -74,16 +81,38 @@ def ask_for(
     quant_name: str | None,
     context: int | None,
     batch: int,
+    gradient_checkpointing: bool | None = None,
     **options: Any,
 ) -> llm_fit.Ask:
-    """The LLM ask of /recommend and /rankings; a format the task cannot use is a 422."""
+    """The LLM ask of /recommend and /rankings; a format the task cannot use is a 422, and so is
+    gradient_checkpointing on an inference ask (None: not given, the default, on)."""
+    if gradient_checkpointing is not None and task == "inference":
+        raise InvalidInput.one(
+            ("query", "gradient_checkpointing"),
+            "gradient_checkpointing applies only to a training task (full-finetune, lora, qlora)",
+            "not_applicable",
+        )
     spec, quant, ctx = resolve(model_slug, quant_name, task, context)
-    ask = llm_fit.Ask(spec, task, quant, ctx, batch, **options)  # type: ignore[arg-type]
+    recompute = True if gradient_checkpointing is None else gradient_checkpointing
+    ask = llm_fit.Ask(
+        spec,
+        task,  # type: ignore[arg-type]
+        quant,
+        ctx,
+        batch,
+        gradient_checkpointing=recompute,
+        **options,
+    )
     try:
         ask.breakdown(1)
     except ValueError as exc:
         raise InvalidInput.one(("query", "quant"), str(exc), "quant_for_task") from None
     return ask
+
+
+def gradient_checkpointing_echo(ask: llm_fit.Ask) -> bool | None:
+    """What an answer echoes for gradient_checkpointing: the ask's, null for inference."""
+    return None if ask.task == "inference" else ask.gradient_checkpointing
 
 
 def recommendation_ask(q: RecommendQuery) -> RecommendationAsk:

@@ -5,16 +5,22 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from service.api.asks import MODEL_ASK_PARAMS, ask_for, check_ask_kind
+from service.api.asks import (
+    MODEL_ASK_PARAMS,
+    ask_for,
+    check_ask_kind,
+    gradient_checkpointing_echo,
+)
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import CostQueryDep, ReadModelDep
 from service.api.http_cache import http_cached
+from service.domain import llm_fit
 from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model import llm as llm_rows
 from service.schemas.catalog import Stack
 from service.schemas.common import Format, Problem
-from service.schemas.llm import TaskName
+from service.schemas.llm import GRADIENT_CHECKPOINTING_DOC, TaskName
 from service.schemas.rankings import RankingItem, Rankings, RankingSort
 
 router = APIRouter(tags=["rankings"])
@@ -54,17 +60,16 @@ async def rankings(
     batch: Annotated[int, Query(ge=1, le=4096)] = 1,
     max_gpus: Annotated[int, Query(ge=1, le=8)] = 8,
     framework: Annotated[str, Query(pattern=r"^[a-z0-9_.+-]+$", max_length=32)] = "pytorch",
+    gradient_checkpointing: Annotated[
+        bool | None, Query(description=GRADIENT_CHECKPOINTING_DOC)
+    ] = None,
 ) -> Response:
     check_ask_kind(request.query_params.keys(), MODEL_RANKING_PARAMS)
     if model is not None:
         return await _llm_rankings(
             request,
             read_model,
-            model,
-            task,
-            quant,
-            context,
-            batch,
+            ask_for(model, task, quant, context, batch, gradient_checkpointing),
             max_gpus,
             framework,
             condition,
@@ -96,11 +101,7 @@ async def rankings(
 async def _llm_rankings(
     request: Request,
     read_model: ReadModelDep,
-    model: str,
-    task: TaskName,
-    quant: str | None,
-    context: int | None,
-    batch: int,
+    ask: llm_fit.Ask,
     max_gpus: int,
     framework: str,
     condition: ConditionChoice,
@@ -112,7 +113,6 @@ async def _llm_rankings(
 ) -> Response:
     """Every GPU's (of `pool`) fewest-GPU configuration that fits the model, by tokens/s, per
     dollar or by cost of ownership per million tokens (sort=tco)."""
-    ask = ask_for(model, task, quant, context, batch)
     read = await read_model.llm(condition, ask, allow_stale)
     rows = llm_rows.ranking_rows(ask, read.data, max_gpus, framework, sort, pool, costs)
     llm_rows.relative_to(rows, ask, read.data, framework, read_model.settings.reference_gpu)
@@ -131,6 +131,7 @@ async def _llm_rankings(
         quant=ask.quant.name,
         context=ask.context,
         batch=ask.batch,
+        gradient_checkpointing=gradient_checkpointing_echo(ask),
     )
     as_json = Response(answer.model_dump_json(), media_type="application/json")
     return read_model.stored(request.scope, read, as_json)

@@ -9,6 +9,7 @@ from service.api.asks import (
     MODEL_ASK_PARAMS,
     ask_for,
     check_ask_kind,
+    gradient_checkpointing_echo,
     llm_limits,
     recommendation_ask,
 )
@@ -66,7 +67,7 @@ def _answer(
 async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQuery) -> Response:
     """/recommend for a model, task and format: configurations that fit, with headroom."""
     assert q.model is not None
-    ask = ask_for(q.model, q.task, q.quant, q.context, q.batch)
+    ask = ask_for(q.model, q.task, q.quant, q.context, q.batch, q.gradient_checkpointing)
     limits = llm_limits(q)
     read = await read_model.llm(q.condition, ask, q.allow_stale)
     items, hint = llm_rows.recommendation_rows(ask, read.data, limits, q.framework, q.limit)
@@ -87,6 +88,7 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
         context=ask.context,
         batch=ask.batch,
         min_tokens_per_s=q.min_tokens_per_s,
+        gradient_checkpointing=gradient_checkpointing_echo(ask),
         allow_stale=q.allow_stale,
         stack=q.stack,
     )

@@ -6,6 +6,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 TaskName = Literal["inference", "full-finetune", "lora", "qlora"]
+GRADIENT_CHECKPOINTING_DOC = (
+    "Training asks: recompute each layer's forward in the backward (default true): only each "
+    "layer's input is stored, and a token costs one forward more (full fine-tuning 4 forwards' "
+    "worth of FLOPs instead of 3, LoRA and QLoRA 3 instead of 2)."
+)
 OptimizerName = Literal["adamw", "adamw-8bit", "sgd"]
 
 

@@ -113,6 +113,9 @@ class AskEcho(BaseModel):
     context: int | None = None
     batch: int | None = None
     min_tokens_per_s: float | None = None
+    gradient_checkpointing: bool | None = Field(
+        None, description="Training asks: whether activations are recomputed (null: inference)."
+    )
 
 
 class Rankings(AskEcho):
