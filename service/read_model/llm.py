@@ -43,11 +43,12 @@ computed 8B /recommend takes 0.4 ms instead of 4.3 ms, in process (bench/ask_lat
 
 import math
 import re
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
@@ -149,6 +150,21 @@ class TrainReference:
 
     flops_per_token: float
     estimates: dict[str, Estimate]
+
+    @cached_property  # read once per GPU of every training ask: computed once per reference
+    def cold_log_band(self) -> float:
+        """The workload's band for a GPU it did not measure: the median log half-width of its
+        estimated GPUs (the conformal band of service/domain/throughput_model.py), 0 without
+        one. A training ask of another model takes at least this, measured GPU or not: the
+        step from GPT-2 124M to the asked model is a FLOPs ratio that a result's run-to-run
+        noise does not cover (a single llm-train result's band was +-2% on the shipped corpus,
+        where the workload's cold band is about +-25%)."""
+        widths = [
+            math.log(e.high / e.value)
+            for e in self.estimates.values()
+            if e.basis == "estimated" and e.value > 0 and e.high > e.value
+        ]
+        return statistics.median(widths) if widths else 0.0
 
 
 @dataclass(frozen=True)
@@ -730,7 +746,8 @@ def _scaled_reference(
     if e is None:
         return None
     one = e.value * ref.flops_per_token / ask.flops_per_token
-    return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
+    floor = ref.cold_log_band
+    return one, max(math.log(e.value / e.low), floor), max(math.log(e.high / e.value), floor), e.n
 
 
 def _usable_estimate(estimates: dict[str, Estimate], slug: str) -> Estimate | None:

@@ -1,6 +1,8 @@
 """/models, /memory and the LLM asks of /recommend and /rankings, on the test database."""
 
+import math
 import re
+import statistics
 
 import pytest
 from sqlmodel import Session
@@ -387,6 +389,29 @@ def test_gradient_checkpointing_off_trades_memory_for_a_forward_per_token(client
         no_model = client.get(route, params={"gradient_checkpointing": "false", **extra})
         assert no_model.status_code == 422, no_model.text
         assert no_model.json()["detail"][0]["loc"] == ["query", "gradient_checkpointing"]
+
+
+def test_a_training_ask_on_a_measured_gpu_keeps_the_workloads_cold_band(client, keys):
+    """A GPU measured on llm-train three times within 0.1% has a narrow measured band there, but
+    a training ask of another model scaled from it takes at least the band llm-train gives a
+    GPU it did not measure: the FLOPs ratio from GPT-2 is not measured."""
+    gpu = "nvidia-rtx-4090"
+    reference = _item(client, {"workload": "llm-train"}, gpu)["throughput"]
+    post_results(client, keys, gpu, "llm-train", [reference * f for f in (0.999, 1, 1.001)], "bf16")
+    ranked = client.get("/rankings", params={"workload": "llm-train"}).json()["items"]
+    measured = next(i for i in ranked if i["gpu"] == gpu)
+    cold = [
+        math.log(i["throughput_high"] / i["throughput"])
+        for i in ranked
+        if i["basis"] == "estimated"
+    ]
+    assert measured["basis"] == "measured" and cold
+    cold_band = statistics.median(cold)
+    assert math.log(measured["throughput_high"] / measured["throughput"]) < cold_band / 2
+    ask = _item(client, {"model": "llama-3.1-8b", "task": "qlora", "context": 2048}, gpu)
+    assert ask["model"] == "llm-train-scaled"
+    assert math.log(ask["throughput_high"] / ask["throughput"]) == pytest.approx(cold_band)
+    assert math.log(ask["throughput"] / ask["throughput_low"]) == pytest.approx(cold_band)
 
 
 def _catalog(client, slug):
