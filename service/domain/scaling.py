@@ -60,7 +60,7 @@ N / (1 + cost x (N - 1)); 0.15 over PCIe, 0.05 over NVLink. mode=independent is 
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from statistics import median
 
 from service.domain.plausibility import superlinear
@@ -153,6 +153,40 @@ def scaling(
         return Scaling(count * min(measured, 1.0), f"fitted:{framework}/{link}")
     eff, fw, used = efficiency(profiles, framework, link, count)
     return Scaling(count * eff, f"profile:{fw}/{used}")
+
+
+@dataclass(frozen=True)
+class Profiles:
+    """The scaling rows a read scales configurations by: the assumed rows, the rows fitted from
+    measurements, and the software stacks whose boxes each fitted row pools (fitted_on)."""
+
+    assumed: Mapping[ProfileKey, float] = field(default_factory=dict)
+    fitted: Mapping[ProfileKey, float] = field(default_factory=dict)
+    fitted_stacks: Mapping[ProfileKey, frozenset[str]] = field(default_factory=dict)
+
+    def scaling(
+        self,
+        mode: Mode,
+        framework: str,
+        interconnect: str,
+        count: int,
+        decode: bool = False,
+        sold_as: str | None = None,
+        stack: str | None = None,
+    ) -> Scaling:
+        """`scaling` over these rows."""
+        return scaling(
+            self.assumed,
+            mode,
+            framework,
+            interconnect,
+            count,
+            decode=decode,
+            fitted=self.fitted,
+            sold_as=sold_as,
+            stack=stack,
+            fitted_stacks=self.fitted_stacks,
+        )
 
 
 def fitted_on(stack: str | None, measured_stacks: frozenset[str] | None) -> bool:

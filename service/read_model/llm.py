@@ -70,7 +70,7 @@ from service.domain.prices import (
     is_stale,
     shown_price,
 )
-from service.domain.scaling import ProfileKey, Scaling, scaling
+from service.domain.scaling import Profiles, Scaling
 from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
@@ -216,15 +216,12 @@ _UNREAD = _Unread()
 class LlmData:
     gpus: list[GpuRow]
     measured: list[Measured]
-    profiles: dict[ProfileKey, float] = field(default_factory=dict)  # assumed
+    profiles: Profiles = field(default_factory=Profiles)  # assumed and fitted rows
     train_reference: TrainReference | None = None
-    fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
     ownership: OwnershipData = field(default_factory=OwnershipData)  # boxes, resale, cloud
     today: date | None = None  # prices' age is counted from it
     max_age_days: int = 0  # a price older than this is stale
     decode_reference: DecodeReference | None = None
-    # the stacks whose boxes each fitted profile row pools (scaling.fitted_on)
-    fitted_stacks: dict[ProfileKey, frozenset[str]] = field(default_factory=dict)
     # the decode reference of an ask in another format (smaller_quant), read only when an empty
     # answer needs one, so that the hint's figure is the one /recommend gives for that format
     reference_for: Callable[[llm_fit.Ask], DecodeReference | None] | None = None
@@ -407,18 +404,15 @@ def load(
                 agg.precision,
             )
         )
-    profiles = scaling_data(session)
     reference = _train_reference(session, train_precision) if train_precision else None
     return LlmData(
         rows,
         measured,
-        profiles.assumed,
+        scaling_data(session).profiles,
         reference,
-        profiles.fitted_efficiency,
         load_ownership(session, today, max_age_days, every_price),
         today,
         max_age_days,
-        fitted_stacks=profiles.fitted_stacks,
     )
 
 
@@ -715,17 +709,14 @@ def _parallel_scaling(
 ) -> Scaling:
     """`count` x `gpu` on one job by the data's profiles (fitted where they speak for the GPU's
     stack, else assumed), as a fixed workload's configurations scale them."""
-    return scaling(
-        data.profiles,
+    return data.profiles.scaling(
         "parallel",
         framework,
         gpu.interconnect,
         count,
         decode=decode,
-        fitted=data.fitted,
         sold_as=gpu.sold_as,
         stack=gpu.stack,
-        fitted_stacks=data.fitted_stacks,
     )
 
 

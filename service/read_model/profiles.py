@@ -29,6 +29,7 @@ from service.domain.scaling import (
     FittedProfile,
     MeasuredScaling,
     ProfileKey,
+    Profiles,
     box_interconnect,
     data_parallel,
     fit_profiles,
@@ -65,15 +66,14 @@ class ScalingData:
     stacks: dict[str, str] = field(default_factory=dict)  # GPU slug -> software stack
 
     @property
-    def fitted_efficiency(self) -> dict[ProfileKey, float]:
-        return {k: f.efficiency for k, f in self.fitted.items()}
-
-    @property
-    def fitted_stacks(self) -> dict[ProfileKey, frozenset[str]]:
-        """The software stacks of the GPUs whose boxes each fitted row pools."""
-        return {
-            k: frozenset(self.stacks.get(g, "") for g in f.gpus) for k, f in self.fitted.items()
-        }
+    def profiles(self) -> Profiles:
+        """The rows configurations scale by: assumed, fitted (efficiency), and the software
+        stacks of the GPUs whose boxes each fitted row pools."""
+        return Profiles(
+            self.assumed,
+            {k: f.efficiency for k, f in self.fitted.items()},
+            {k: frozenset(self.stacks.get(g, "") for g in f.gpus) for k, f in self.fitted.items()},
+        )
 
     def rows(self) -> list[ProfileRow]:
         """Every profile row, fitted before assumed for the same (framework, link, count)."""

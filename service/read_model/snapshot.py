@@ -24,7 +24,7 @@ from service.domain.availability import Availability
 from service.domain.llm_fit import split_speedup
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configuration, configurations
-from service.domain.scaling import ProfileKey, Scaling, scaling
+from service.domain.scaling import Profiles, Scaling
 from service.domain.tco import CostSettings
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.models import Aggregate, Gpu, Price, Workload
@@ -65,7 +65,7 @@ class Snapshot:
     precision: str
     candidates: list[Candidate]
     measured_multi: dict[tuple[str, int], est.Measurement]
-    profiles: dict[ProfileKey, float]  # assumed
+    profiles: Profiles  # assumed and fitted rows
     reference: Candidate | None
     today: date = field(default_factory=utc_today)
     max_price_age_days: int = 180
@@ -75,8 +75,6 @@ class Snapshot:
     # GPUs with a price only in the condition not asked for (new vs used): for the hint that
     # says which data is missing when nothing is priced in the asked condition.
     priced_otherwise: frozenset[str] = frozenset()
-    fitted: dict[ProfileKey, float] = field(default_factory=dict)  # from measurements
-    fitted_stacks: dict[ProfileKey, frozenset[str]] = field(default_factory=dict)
     # relative half-width of a measured value's band with no spread of its own (result_noise)
     result_noise: float = 0.0
     _ranked: dict[tuple[str, str, int], list[Configuration]] = field(default_factory=dict)
@@ -167,17 +165,14 @@ class Snapshot:
         else from the profiles (fitted, else assumed)."""
         if self.layer_split and mode == "parallel" and count > 1:
             return Scaling(*split_speedup(self.split_ratios(), count))
-        return scaling(
-            self.profiles,
+        return self.profiles.scaling(
             mode,
             framework,
             cand.interconnect,
             count,
             decode=self.decode,
-            fitted=self.fitted,
             sold_as=cand.availability.sold_as,
             stack=cand.stack,
-            fitted_stacks=self.fitted_stacks,
         )
 
     def configuration(
@@ -276,14 +271,13 @@ def build_snapshot(
                 shown,
             )
         )
-    profiles = scaling_data(session)
     by_slug = {c.slug: c for c in candidates}
     return Snapshot(
         workload,
         precision,
         candidates,
         measured_multi,
-        profiles.assumed,
+        scaling_data(session).profiles,
         by_slug.get(reference_slug),
         today,
         max_price_age_days,
@@ -291,8 +285,6 @@ def build_snapshot(
         allow_stale,
         ownership=load_ownership(session, today, max_price_age_days),
         priced_otherwise=frozenset(priced_otherwise),
-        fitted=profiles.fitted_efficiency,
-        fitted_stacks=profiles.fitted_stacks,
         result_noise=result_noise(estimates.values()),
     )
 

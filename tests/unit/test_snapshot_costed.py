@@ -2,6 +2,7 @@
 cost settings, in a memo that cannot grow without bound; Snapshot.ranked_configurations'
 memo, keyed by client text, is bounded too."""
 
+from service.domain.scaling import Profiles
 from service.domain.tco import CostSettings, PlatformCost
 from service.models import Workload
 from service.read_model import snapshot as snapshot_module
@@ -18,7 +19,7 @@ PLATFORMS = {
 def make_snapshot() -> Snapshot:
     workload = Workload(slug="w", name="W", unit="images/s", precision="fp16")
     ownership = OwnershipData(platforms=PLATFORMS, used_new_ratio={"gpu-a": 0.6})
-    return Snapshot(workload, "fp16", [], {}, {}, None, ownership=ownership)
+    return Snapshot(workload, "fp16", [], {}, Profiles(), None, ownership=ownership)
 
 
 def test_each_account_equals_costed_and_is_computed_once(monkeypatch):
