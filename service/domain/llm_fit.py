@@ -51,9 +51,9 @@ runs faster. Rankings list every GPU and keep them.
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from service.domain import memory
 from service.domain.estimate import (
@@ -200,6 +200,22 @@ def learn_efficiency(ratios: Sequence[float], phase: memory.Phase) -> Efficiency
     mid = statistics.median(logs)
     mad = statistics.median(abs(x - mid) for x in logs)
     return Efficiency(math.exp(mid), max(MAD_TO_SIGMA * mad, MIN_LOG_BAND), len(positive))
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def split_ratios(
+    single: Mapping[K, float], multi: Iterable[tuple[K, int, float]]
+) -> dict[int, list[float]]:
+    """N-GPU / 1-GPU throughput per N (split_speedup's input): each multi-GPU median (key, N,
+    median) over the single-GPU value of the same key, where that is known."""
+    out: dict[int, list[float]] = {}
+    for key, count, median in multi:
+        one = single.get(key)
+        if one and count > 1:
+            out.setdefault(count, []).append(median / one)
+    return out
 
 
 def split_speedup(ratios: Mapping[int, Sequence[float]], count: int) -> tuple[float, str]:

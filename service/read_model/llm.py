@@ -458,14 +458,16 @@ def learn(data: LlmData, phase: str) -> Learned:
                 spec, quant, phase_lit, _mean_context(m), 1, gpu.bandwidth_gbs, _peak(gpu, quant)
             )
             ratios.append(m.value.median / roof)
-    split: dict[int, list[float]] = defaultdict(list)
-    formats = set()
-    for m in data.measured:
-        one = single.get((m.workload, m.gpu))
-        if m.phase == phase and m.count > 1 and one:
-            split[m.count].append(m.value.median / one)
-            formats.add(m.quant)
-    return Learned(llm_fit.learn_efficiency(ratios, phase_lit), dict(split), frozenset(formats))
+    multi = [
+        m
+        for m in data.measured
+        if m.phase == phase and m.count > 1 and single.get((m.workload, m.gpu))
+    ]
+    split = llm_fit.split_ratios(
+        single, (((m.workload, m.gpu), m.count, m.value.median) for m in multi)
+    )
+    formats = frozenset(m.quant for m in multi)
+    return Learned(llm_fit.learn_efficiency(ratios, phase_lit), split, formats)
 
 
 def _measured_for(ask: llm_fit.Ask, data: LlmData) -> dict[tuple[str, int], Measured]:
@@ -889,7 +891,7 @@ def _passes_words(ask: llm_fit.Ask) -> str:
     backward = (
         "activation and weight gradients"
         if ask.task == "full-finetune"
-        else ("activation gradients only, the base weights frozen")
+        else "activation gradients only, the base weights frozen"
     )
     recompute = (
         ", forward recomputed for gradient checkpointing" if ask.gradient_checkpointing else ""

@@ -21,7 +21,7 @@ from sqlmodel import Session, col, select
 from service.domain import estimate as est
 from service.domain import throughput_model as tm
 from service.domain.availability import Availability
-from service.domain.llm_fit import split_speedup
+from service.domain.llm_fit import split_ratios, split_speedup
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configuration, configurations
 from service.domain.scaling import Profiles, Scaling
@@ -151,12 +151,8 @@ class Snapshot:
             single = {
                 c.slug: c.estimate.value for c in self.candidates if c.estimate.basis == "measured"
             }
-            ratios: dict[int, list[float]] = {}
-            for (slug, count), m in self.measured_multi.items():
-                one = single.get(slug)
-                if one and count > 1:
-                    ratios.setdefault(count, []).append(m.median / one)
-            return ratios
+            multi = ((slug, n, m.median) for (slug, n), m in self.measured_multi.items())
+            return split_ratios(single, multi)
 
         return self.derived("split_ratios", compute)
 
