@@ -48,6 +48,8 @@ class Gpu(SQLModel, table=True):
     market: str = Field(max_length=16, index=True)
     memory_gb: float
     memory_bandwidth_gbs: float
+    memory_type: str | None = Field(default=None, max_length=16, description="HBM3, GDDR6X, ...")
+    memory_type_source: str | None = Field(default=None, max_length=1024)
     fp32_tflops: float
     fp16_tflops: float | None = None
     tf32_tensor_tflops: float | None = None

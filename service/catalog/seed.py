@@ -46,6 +46,17 @@ def _fill_availability(session: Session, specs: dict[str, GpuCreate]) -> None:
         session.add(gpu)
 
 
+def _fill_memory_type(session: Session, specs: dict[str, GpuCreate]) -> None:
+    """Give GPUs stored before memory types were recorded the catalog's; a row an admin has set
+    keeps its value."""
+    for gpu in session.exec(select(Gpu).where(Gpu.memory_type.is_(None))):  # type: ignore[union-attr]
+        spec = specs.get(gpu.slug)
+        if spec is None or spec.memory_type is None:
+            continue
+        gpu.memory_type, gpu.memory_type_source = spec.memory_type, spec.memory_type_source
+        session.add(gpu)
+
+
 PriceKey = tuple[int, str, float | None, float | None, str | None, object]
 
 
@@ -118,6 +129,7 @@ def seed(engine: Engine, results: bool = True) -> SeedReport:
         }
         catalog_gpus = loaders.load_gpus()
         _fill_availability(session, {spec.slug: spec for spec in catalog_gpus})
+        _fill_memory_type(session, {spec.slug: spec for spec in catalog_gpus})
         for spec in catalog_gpus:
             if spec.slug not in known_gpus:
                 gpu = gpu_row(spec)

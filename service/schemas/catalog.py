@@ -15,6 +15,21 @@ Interconnect = Literal["pcie", "nvlink", "infinity-fabric"]
 Status = Literal["in_production", "discontinued", "datacenter_only"]
 SoldAs = Literal["card", "hgx-8", "oam-8", "system", "cloud"]
 Stack = Literal["cuda", "rocm-instinct", "rocm-radeon", "oneapi", "metal"]
+# The memory technology: HBM comes with a vendor's compute die (A100, H100, B200, Instinct),
+# GDDR with its graphics die (RTX, A40, L40S), LPDDR with unified-memory parts (Apple, GB10).
+MemoryType = Literal[
+    "HBM2",
+    "HBM2e",
+    "HBM3",
+    "HBM3e",
+    "GDDR5",
+    "GDDR5X",
+    "GDDR6",
+    "GDDR6X",
+    "GDDR7",
+    "LPDDR5",
+    "LPDDR5X",
+]
 # Aliases are stored '|'-joined in one 1024-character column: the separator is refused inside
 # an alias (422), and the joined list must fit the column.
 MAX_ALIASES = 16
@@ -45,6 +60,10 @@ class GpuSpecs(Input):
     market: Market
     memory_gb: Positive
     memory_bandwidth_gbs: Positive
+    memory_type: MemoryType | None = Field(
+        None, description="Memory technology; the estimator groups HBM parts apart from others."
+    )
+    memory_type_source: str | None = Field(None, max_length=1024)
     fp32_tflops: Positive
     fp16_tflops: Positive | None = Field(None, description="Non-tensor (vector) FP16 rate.")
     tf32_tensor_tflops: Positive | None = None
@@ -106,6 +125,8 @@ class GpuUpdate(Input):
     market: Market | None = None
     memory_gb: Positive | None = None
     memory_bandwidth_gbs: Positive | None = None
+    memory_type: MemoryType | None = None
+    memory_type_source: str | None = Field(None, max_length=1024)
     fp32_tflops: Positive | None = None
     fp16_tflops: Positive | None = None
     tf32_tensor_tflops: Positive | None = None

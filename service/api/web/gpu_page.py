@@ -17,6 +17,7 @@ SPEC_FIELDS = (
     ("market", "Market", ""),
     ("memory_gb", "Memory", "GB"),
     ("memory_bandwidth_gbs", "Memory bandwidth", "GB/s"),
+    ("memory_type", "Memory type", ""),
     ("fp32_tflops", "FP32", "TFLOPS"),
     ("fp16_tensor_tflops", "FP16 tensor", "TFLOPS"),
     ("bf16_tensor_tflops", "BF16 tensor", "TFLOPS"),
