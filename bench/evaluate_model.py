@@ -92,6 +92,7 @@ def load_catalog() -> tuple[list[tm.GpuSpec], dict[str, float], dict[str, old.Gp
                 bandwidth_gbs=float(r["memory_bandwidth_gbs"]),
                 memory_gb=float(r["memory_gb"]),
                 tdp_w=_f(r["tdp_w"]),
+                memory_type=r.get("memory_type") or None,
             )
         )
         if r["launch_price_usd"]:

@@ -113,6 +113,7 @@ def gpu_spec(gpu: Gpu, calibration: dict[str, float]) -> tm.GpuSpec:
         calibration=calibration,
         memory_gb=gpu.memory_gb,
         tdp_w=gpu.tdp_w,
+        memory_type=gpu.memory_type,
     )
 
 

@@ -511,3 +511,32 @@ def test_no_estimate_passes_the_gpus_compute_ceiling() -> None:
     model = tm.fit([*gpus, weak, strong], wls, obs)
     q = model.predict("strong", "decode")  # the same bandwidth, compute to spare: not capped
     assert q is not None and q.value == pytest.approx(uncapped)
+
+
+def test_die_follows_the_memory_type() -> None:
+    hbm = dataclasses.replace(gpu("x", 1.0, 1.0, 1.0), memory_type="HBM2e")
+    gddr = dataclasses.replace(gpu("y", 1.0, 1.0, 1.0), memory_type="GDDR6X")
+    assert hbm.die == "compute" and gddr.die == "graphics"
+    assert gpu("z", 1.0, 1.0, 1.0).die == "graphics"  # no memory type stated
+    assert hbm.group != gddr.group and hbm.group[0] == gddr.group[0] == "cuda"
+
+
+def test_an_architectures_compute_and_graphics_dies_get_their_own_terms() -> None:
+    """One architecture name, two dies: the HBM cards hold 0.6 of their rates on every
+    workload, the others all of them. With memory types the fit learns that from the measured
+    HBM cards and a held-out one is estimated near its truth; without them both dies share one
+    term and the held-out card is estimated about 1 / 0.6 too high."""
+    gpus, wls, obs = world(16, seed=23, noise=0.02)
+    hbm = {g.slug for g in gpus[::3]}
+    gpus = [dataclasses.replace(g, memory_type="HBM3" if g.slug in hbm else "GDDR6") for g in gpus]
+    obs = [dataclasses.replace(o, median=o.median * 0.6) if o.gpu in hbm else o for o in obs]
+    held = sorted(hbm)[0]
+    train = [o for o in obs if o.gpu != held]
+    model = tm.fit(gpus, wls, train)
+    blind = tm.fit([dataclasses.replace(g, memory_type=None) for g in gpus], wls, train)
+    spec = next(g for g in gpus if g.slug == held)
+    for w in WORK:
+        truth = 0.6 * true_throughput(spec, w)
+        p, b = model.predict(held, w), blind.predict(held, w)
+        assert p is not None and b is not None
+        assert abs(math.log(p.value / truth)) < 0.1 < abs(math.log(b.value / truth))
