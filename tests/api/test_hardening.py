@@ -327,3 +327,17 @@ def test_agent_stack_keys_are_bounded():
     }
     with pytest.raises(ValidationError):
         CalibrationReport.model_validate(report)
+
+
+def test_a_memory_type_outside_the_list_is_422_naming_it_and_a_listed_one_is_kept(client, keys):
+    admin = keys.auth(keys.admin)
+    assert client.get("/gpus/nvidia-a100-80gb").json()["memory_type"] == "HBM2e"
+    bad = client.patch("/gpus/nvidia-rtx-4090", json={"memory_type": "DDR4"}, headers=admin)
+    assert bad.status_code == 422 and "memory_type" in bad.text
+    assert client.get("/gpus/nvidia-rtx-4090").json()["memory_type"] == "GDDR6X"
+    good = client.patch(
+        "/gpus/nvidia-rtx-4090",
+        json={"memory_type": "GDDR7", "memory_type_source": "test"},
+        headers=admin,
+    )
+    assert good.status_code == 200 and good.json()["memory_type"] == "GDDR7"

@@ -82,3 +82,21 @@ def test_cloud_rows_carry_hourly_rate_and_provider_and_old_msrp_rows_are_migrate
         assert not s.exec(
             select(Price).where(Price.source == "msrp", Price.condition == "new")
         ).first()
+
+
+def test_seed_fills_the_memory_type_of_a_gpu_stored_without_one_and_keeps_a_set_one(db):
+    """A database migrated from before memory types (every GPU NULL) gets the catalog's, with
+    its source; a type an admin set stays."""
+    shipped = {g.slug: (g.memory_type, g.memory_type_source) for g in catalog.load_gpus()}
+    assert all(t and src for t, src in shipped.values())
+    with Session(db) as s:
+        for g in s.exec(select(Gpu)):
+            g.memory_type = "GDDR7" if g.slug == "nvidia-rtx-4090" else None
+            g.memory_type_source = "admin" if g.slug == "nvidia-rtx-4090" else None
+            s.add(g)
+        s.commit()
+    seed(db)
+    with Session(db) as s:
+        stored = {g.slug: (g.memory_type, g.memory_type_source) for g in s.exec(select(Gpu))}
+    assert stored.pop("nvidia-rtx-4090") == ("GDDR7", "admin")
+    assert stored == {k: v for k, v in shipped.items() if k != "nvidia-rtx-4090"}
