@@ -133,6 +133,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, TypeVar
 
 import numpy as np
@@ -245,7 +246,7 @@ class GpuSpec:
             ]
         )
 
-    @property
+    @cached_property
     def die(self) -> str:
         """ "compute" for a part with HBM, else "graphics" (also where the catalog states no
         memory type). One architecture name covers two dies: the A100's GA100 and the RTX
@@ -255,9 +256,10 @@ class GpuSpec:
         whitepapers), and the memory type says which one a card carries."""
         return "compute" if (self.memory_type or "").upper().startswith("HBM") else "graphics"
 
-    @property
+    @cached_property
     def group(self) -> tuple[str, str]:
-        """The architecture level of the efficiency terms: (stack, architecture/die)."""
+        """The architecture level of the efficiency terms: (stack, architecture/die); cached, as
+        every prediction asks for it."""
         return (self.stack, f"{self.architecture}/{self.die}")
 
 
