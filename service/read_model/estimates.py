@@ -221,7 +221,11 @@ def fingerprint(session: Session) -> Hashable:
             func.max(Aggregate.id),
         )
     ).one()
-    gpu = session.exec(select(func.count(), func.max(Gpu.updated_at), func.max(Gpu.id))).one()
+    gpu = session.exec(  # seed fills the memory type of a GPU stored without one
+        select(
+            func.count(), func.max(Gpu.updated_at), func.max(Gpu.id), func.count(Gpu.memory_type)
+        )
+    ).one()
     wl = session.exec(  # seed names the suite of a workload stored without one
         select(func.count(), func.max(Workload.id), func.count(func.nullif(Workload.suite, "")))
     ).one()
