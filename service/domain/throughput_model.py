@@ -251,9 +251,9 @@ class GpuSpec:
         """Which die a card carries: "compute" with HBM, else "graphics" (also where the
         catalog states no memory type). One architecture name covers two dies: the A100's
         GA100 and the RTX 3090's GA102, the B200 and the RTX 5090. A vendor's HBM part is its
-        compute die, with its own SM design (per SM, GA100 has half GA102's FP32 lanes, tensor cores of twice the
-        dense FP16 rate and 192 KB of L1 against 128 KB: NVIDIA's A100 and GA102
-        whitepapers), and the memory type says which one a card carries."""
+        compute die, with its own SM design (per SM, GA100 has half GA102's FP32 lanes, tensor
+        cores of twice the dense FP16 rate and 192 KB of L1 against 128 KB: NVIDIA's A100 and
+        GA102 whitepapers), and the memory type says which one a card carries."""
         return "compute" if (self.memory_type or "").upper().startswith("HBM") else "graphics"
 
     @cached_property

@@ -223,7 +223,10 @@ def fingerprint(session: Session) -> Hashable:
     ).one()
     gpu = session.exec(  # seed fills the memory type of a GPU stored without one
         select(
-            func.count(), func.max(Gpu.updated_at), func.max(Gpu.id), func.count(Gpu.memory_type)
+            func.count(),
+            func.max(Gpu.updated_at),
+            func.max(Gpu.id),
+            func.count(col(Gpu.memory_type)),
         )
     ).one()
     wl = session.exec(  # seed names the suite of a workload stored without one
