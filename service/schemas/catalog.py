@@ -61,7 +61,9 @@ class GpuSpecs(Input):
     memory_gb: Positive
     memory_bandwidth_gbs: Positive
     memory_type: MemoryType | None = Field(
-        None, description="Memory technology; the estimator groups HBM parts apart from others."
+        None,
+        description="Memory technology. The estimator learns HBM parts (a vendor's compute die) "
+        "apart from the rest of their architecture; unset counts as not HBM.",
     )
     memory_type_source: str | None = Field(None, max_length=1024)
     fp32_tflops: Positive
