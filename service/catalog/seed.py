@@ -31,30 +31,27 @@ def gpu_row(spec: GpuCreate) -> Gpu:
     return Gpu(**data)
 
 
-AVAILABILITY_FIELDS = ("status", "discontinued_on", "sold_as", "unit_gpus", "stack")
+# Columns added after GPUs were first stored: (the column that is NULL on a row stored before
+# it, every column the catalog then fills in). A row an admin has set keeps its values.
+LATER_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "availability_source",
+        ("status", "discontinued_on", "sold_as", "unit_gpus", "stack", "availability_source"),
+    ),
+    ("memory_type", ("memory_type", "memory_type_source")),
+)
 
 
-def _fill_availability(session: Session, specs: dict[str, GpuCreate]) -> None:
-    """Give GPUs stored before availability existed (no availability_source) the catalog's
-    availability; a row an admin has set keeps its values."""
-    for gpu in session.exec(select(Gpu).where(Gpu.availability_source.is_(None))):  # type: ignore[union-attr]
-        spec = specs.get(gpu.slug)
-        if spec is None or spec.availability_source is None:
-            continue
-        for name in (*AVAILABILITY_FIELDS, "availability_source"):
-            setattr(gpu, name, getattr(spec, name))
-        session.add(gpu)
-
-
-def _fill_memory_type(session: Session, specs: dict[str, GpuCreate]) -> None:
-    """Give GPUs stored before memory types were recorded the catalog's; a row an admin has set
-    keeps its value."""
-    for gpu in session.exec(select(Gpu).where(Gpu.memory_type.is_(None))):  # type: ignore[union-attr]
-        spec = specs.get(gpu.slug)
-        if spec is None or spec.memory_type is None:
-            continue
-        gpu.memory_type, gpu.memory_type_source = spec.memory_type, spec.memory_type_source
-        session.add(gpu)
+def _fill_later_columns(session: Session, specs: dict[str, GpuCreate]) -> None:
+    """Give GPUs stored before a column of LATER_COLUMNS existed the catalog's values."""
+    for marker, names in LATER_COLUMNS:
+        for gpu in session.exec(select(Gpu).where(col(getattr(Gpu, marker)).is_(None))):
+            spec = specs.get(gpu.slug)
+            if spec is None or getattr(spec, marker) is None:
+                continue
+            for name in names:
+                setattr(gpu, name, getattr(spec, name))
+            session.add(gpu)
 
 
 PriceKey = tuple[int, str, float | None, float | None, str | None, object]
@@ -128,8 +125,7 @@ def seed(engine: Engine, results: bool = True) -> SeedReport:
             if gid is not None
         }
         catalog_gpus = loaders.load_gpus()
-        _fill_availability(session, {spec.slug: spec for spec in catalog_gpus})
-        _fill_memory_type(session, {spec.slug: spec for spec in catalog_gpus})
+        _fill_later_columns(session, {spec.slug: spec for spec in catalog_gpus})
         for spec in catalog_gpus:
             if spec.slug not in known_gpus:
                 gpu = gpu_row(spec)

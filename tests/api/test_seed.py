@@ -104,3 +104,30 @@ def test_seed_fills_the_memory_type_of_a_gpu_stored_without_one_and_keeps_a_set_
         stored = {g.slug: (g.memory_type, g.memory_type_source) for g in s.exec(select(Gpu))}
     assert stored.pop("nvidia-rtx-4090") == ("GDDR7", "admin")
     assert stored == {k: v for k, v in shipped.items() if k != "nvidia-rtx-4090"}
+
+
+def test_seed_fills_the_availability_of_a_gpu_stored_without_one_and_keeps_a_set_one(db):
+    """A database from before availability (no availability_source) gets the catalog's status,
+    unit and stack; a row whose availability an admin set keeps it."""
+    shipped = {g.slug: g for g in catalog.load_gpus()}
+    with Session(db) as s:
+        for g in s.exec(select(Gpu)):
+            if g.slug == "nvidia-rtx-4090":
+                g.status, g.availability_source = "in_production", "admin"
+            else:
+                g.status, g.sold_as, g.availability_source = "in_production", "card", None
+            s.add(g)
+        s.commit()
+    seed(db, results=False)
+    with Session(db) as s:
+        stored = {g.slug: g for g in s.exec(select(Gpu))}
+    assert (stored["nvidia-rtx-4090"].status, stored["nvidia-rtx-4090"].availability_source) == (
+        "in_production",
+        "admin",
+    )
+    assert shipped["nvidia-h100-sxm"].sold_as == "hgx-8"
+    for slug, g in stored.items():
+        if slug != "nvidia-rtx-4090":
+            want = shipped[slug]
+            got = (g.status, g.sold_as, g.availability_source)
+            assert got == (want.status, want.sold_as, want.availability_source), slug
