@@ -301,6 +301,25 @@ def test_a_workload_of_a_suite_borrows_its_shape_from_that_suite_first() -> None
     assert [w.slug for w in tm._similar(plain, [other, same])] == ["resnet", "lab-vit"]
 
 
+def test_the_architecture_term_gives_each_gpu_and_kind_one_vote() -> None:
+    """One card of an architecture measured 50% above the model on 12 workloads of one lab,
+    another card of it 33% below on one decode workload: the architecture term, shared by
+    every kind of work, weighs the two cards alike (the 12 workloads are one lab's runs of one
+    card, not 12 views of the architecture), so a card of it nobody measured gets about 0,
+    not the first card's +0.4 (about +0.3 if each workload counted)."""
+    specs = {f"g{i}": gpu(f"g{i}", 100, 10, 1000) for i in range(8)}
+    specs |= {slug: gpu(slug, 100, 10, 1000, arch="b") for slug in ("many", "few", "new")}
+    kinds = {f"w{j}": "" for j in range(12)} | {"decode": "decode"}
+    rng = np.random.default_rng(16)
+    residuals = {(g, w): float(rng.normal(0, 0.02)) for g in specs if g[0] == "g" for w in kinds}
+    residuals |= {("many", f"w{j}"): math.log(1.5) for j in range(12)}
+    residuals |= {("few", "decode"): math.log(0.67)}
+    eff = tm.pool_efficiencies(residuals, specs, kinds)
+    assert abs(eff.group[specs["new"].group]) < 0.1
+    assert abs(eff.log_multiplier(specs["new"], "decode", own=False)) < 0.1
+    assert eff.log_multiplier(specs["many"], "") > math.log(1.3)  # its own term keeps its data
+
+
 def test_held_out_multiplier_leaves_the_gpus_own_residuals_out_of_its_groups() -> None:
     """A GPU alone in its architecture, 40% faster than the model everywhere: its architecture
     term is learned from it alone, so a leave-one-out error that keeps that term hides what a
