@@ -291,6 +291,20 @@ def _dominates(a: Option, b: Option) -> bool:
     return no_worse and (a.throughput > b.throughput or a.price < b.price or room_a != room_b)
 
 
+def ranked_above_because(first: Option, faster: Option) -> tuple[str, ...]:
+    """Why `rank` put `first` above `faster`, a faster option inside its tier: "fewer GPUs",
+    "larger batch", "longer context", each only where it holds (the tie-break is fewer GPUs
+    first, then more room, so at least one does)."""
+    reasons = []
+    if first.count < faster.count:
+        reasons.append("fewer GPUs")
+    if (first.headroom.max_batch or 0) > (faster.headroom.max_batch or 0):
+        reasons.append("larger batch")
+    if (first.headroom.max_context or 0) > (faster.headroom.max_context or 0):
+        reasons.append("longer context")
+    return tuple(reasons)
+
+
 def _headroom_key(o: Option) -> tuple[int, float, float, float, float, str]:
     room = o.headroom
     return (

@@ -863,15 +863,15 @@ def why(
     if by_cost:
         lead = f"#{rank} by throughput"
     elif rank == 1:
-        lead = "Most throughput" if faster_below is None else "Most headroom among the fastest"
+        lead = "Most throughput" if faster_below is None else _lead_over(o, faster_below)
     else:
         lead = f"#{rank}"
     above = (
         ""
         if faster_below is None
         else f" Ranked above {_what(faster_below, ask.phase)}, faster at "
-        f"~{figure(faster_below.throughput)} {UNIT}: their estimates overlap, and this one leaves "
-        "more room for context and batch."
+        f"~{figure(faster_below.throughput)} {UNIT}: their estimates overlap, and this one "
+        f"{_ranked_above_words(o, faster_below)}."
     )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
@@ -884,6 +884,28 @@ def why(
         f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{figure(o.throughput)} "
         f"{UNIT}{total}{_speedup_words(o)} ({source}); {room}.{above}"
     )
+
+
+def _lead_over(o: LlmOption, faster: LlmOption) -> str:
+    """The first words of a #1 that a faster option ranks below (llm_fit.rank's tie-break)."""
+    reasons = llm_fit.ranked_above_because(o.as_option(), faster.as_option())
+    return (
+        "Fewest GPUs among the fastest"
+        if reasons[:1] == ("fewer GPUs",)
+        else "Most headroom among the fastest"
+    )
+
+
+def _ranked_above_words(o: LlmOption, faster: LlmOption) -> str:
+    """Why `o` ranks above `faster`, saying only what holds (fewer GPUs, more room)."""
+    reasons = llm_fit.ranked_above_because(o.as_option(), faster.as_option())
+    parts = []
+    if "fewer GPUs" in reasons:
+        parts.append(f"needs fewer GPUs ({o.count} against {faster.count})")
+    room = [r for r in ("larger batch", "longer context") if r in reasons]
+    if room:
+        parts.append("leaves room for a " + " and a ".join(room))
+    return " and ".join(parts) or "comes first on the tie-break"
 
 
 def _passes_words(ask: llm_fit.Ask) -> str:

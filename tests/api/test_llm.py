@@ -700,6 +700,7 @@ def test_model_asks_sharing_data_answer_as_each_alone(client):
         {"budget": 3000, "model": "llama-3-8b", "task": "lora"},
         {"budget": 1500, "model": "llama-3-8b"},
         {"budget": 5000, "model": "llama-3-70b", "quant": "q4_k_m"},
+        {"budget": 20000, "model": "llama-3-8b", "task": "full-finetune", "max_gpus": 8},
     ],
 )
 def test_why_says_most_throughput_only_for_the_fastest_and_why_a_faster_one_ranks_lower(
@@ -718,6 +719,14 @@ def test_why_says_most_throughput_only_for_the_fastest_and_why_a_faster_one_rank
             assert f"Ranked above {fastest['count']} x {fastest['gpu']}" in row["why"] or (
                 fastest["count"] == 1 and f"Ranked above {fastest['gpu']}," in row["why"]
             ), row["why"]
+            # the reason given holds: fewer GPUs, or more room for batch or context
+            claims = {
+                "needs fewer GPUs": row["count"] < fastest["count"],
+                "a larger batch": row["headroom_batch"] > fastest["headroom_batch"],
+                "a longer context": row["headroom_context"] > fastest["headroom_context"],
+            }
+            said = [words for words in claims if words in row["why"]]
+            assert said and all(claims[words] for words in said), row["why"]
         else:
             assert "Ranked above" not in row["why"]
 

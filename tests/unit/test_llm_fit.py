@@ -151,6 +151,19 @@ def test_inside_each_others_bands_fewer_gpus_rank_before_more_headroom():
     assert [o.slug for o in llm_fit.rank([two, one])] == ["xtx", "xt"]
 
 
+def test_the_reason_a_slower_option_ranks_first_names_only_what_holds():
+    """Seven RTX 3090s beside eight, faster with more room per GPU: the seven rank first for
+    their count alone, and the reason must not claim room they do not have."""
+    eight = dataclasses.replace(option("3090", 6699, 0.3, batch=9), count=8)
+    seven = dataclasses.replace(option("3090", 5867, 0.3, batch=7), count=7)
+    assert llm_fit.rank([eight, seven]) == [seven, eight]
+    assert llm_fit.ranked_above_because(seven, eight) == ("fewer GPUs",)
+    roomy = option("b", 100, 0.2, batch=6)
+    fast = option("a", 110, 0.2, batch=2)
+    assert llm_fit.rank([fast, roomy])[0] is roomy
+    assert llm_fit.ranked_above_because(roomy, fast) == ("larger batch",)
+
+
 def test_outside_the_bands_throughput_ranks_first():
     fast_small = option("a", 200, 0.1, batch=2)
     slow_large = option("b", 100, 0.1, batch=6)
