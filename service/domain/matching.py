@@ -12,7 +12,7 @@ are driver decoration and do not count.
 import re
 from collections.abc import Iterable
 
-from rapidfuzz import fuzz, process, utils
+from rapidfuzz import fuzz, utils
 
 # Words that name a different product of the same model number.
 VARIANT_WORDS = frozenset(
@@ -20,22 +20,34 @@ VARIANT_WORDS = frozenset(
     | {"blackwell", "nvl"}
 )
 _PARENTHESES = re.compile(r"\([^)]*\)")
+_SEPARATORS = re.compile(r"[^a-z0-9]")
 _NOT_A_MODEL = re.compile(
     r"^(\d+(\.\d+)?(gb|gib|g|mb|tb)|\d+w|(sxm|pcie|gen|hbm|gddr|lpddr|ddr)\d*[a-z]?)$"
 )
 
 
 def suggest(query: str, choices: Iterable[str], limit: int = 3, cutoff: float = 60.0) -> list[str]:
-    """The closest `choices` to `query`, best first; empty when nothing is close."""
-    matches = process.extract(
-        query,
-        list(choices),
-        scorer=fuzz.WRatio,
-        processor=utils.default_process,
-        limit=limit,
-        score_cutoff=cutoff,
-    )
-    return [choice for choice, _score, _index in matches]
+    """The closest `choices` to `query`, best first; empty when nothing is close.
+
+    Each choice is scored as written and with its separators dropped (`compact`), and the
+    higher counts: users type "rtx4090" and "4070tisuper", which score as written no closer
+    to nvidia-rtx-4090 than to nvidia-quadro-rtx-4000 (77 each), or closer to the RTX 4070
+    Super than to the 4070 Ti Super. Ties go to the plain similarity of the compact forms, so
+    "a10" names the A10 before the A100s."""
+    wanted = compact(query)
+    scored = []
+    for index, choice in enumerate(choices):
+        as_written = fuzz.WRatio(query, choice, processor=utils.default_process)
+        joined = fuzz.WRatio(wanted, compact(choice))
+        score = max(as_written, joined)
+        if score >= cutoff:
+            scored.append((-score, -fuzz.ratio(wanted, compact(choice)), index, choice))
+    return [choice for *_, choice in sorted(scored)[:limit]]
+
+
+def compact(name: str) -> str:
+    """Lower case letters and digits only: "RTX 4070 Ti" and "rtx4070ti" alike."""
+    return _SEPARATORS.sub("", name.lower())
 
 
 def normalize(name: str) -> str:

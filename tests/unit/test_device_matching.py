@@ -7,7 +7,7 @@ llama-bench's gpu_info (CUDA, ROCm, Vulkan and SYCL builds; no memory), rocm-smi
 import pytest
 
 from service.catalog import loaders as catalog
-from service.domain.matching import map_device, model_tokens
+from service.domain.matching import map_device, model_tokens, suggest
 
 CATALOG = [(g.slug, [g.name, *g.aliases], g.memory_gb) for g in catalog.load_gpus()]
 
@@ -91,3 +91,26 @@ def test_b60_and_b70_in_both_directions():
 )
 def test_decorated_names_of_the_same_model_still_map(device, memory_gb, slug):
     assert map_device(device, memory_gb, CATALOG) == (slug, "fuzzy")
+
+
+SLUGS = [slug for slug, _names, _mem in CATALOG]
+
+
+@pytest.mark.parametrize(
+    ("typed", "first"),
+    [
+        ("rtx4090", "nvidia-rtx-4090"),  # scored as written, tied with the Quadro RTX 4000
+        ("4070tisuper", "nvidia-rtx-4070-ti-super"),  # as written, the 4070 Super came first
+        ("rtx4070ti", "nvidia-rtx-4070-ti"),
+        ("a10", "nvidia-a10"),  # before the A100s, which contain it
+        ("nvidia-rtx-4091", "nvidia-rtx-4090"),
+        ("rx7900xtx", "amd-rx-7900-xtx"),
+    ],
+)
+def test_suggestions_put_the_card_a_user_typed_first(typed, first):
+    assert suggest(typed, SLUGS)[0] == first
+
+
+def test_suggestions_stay_empty_when_nothing_is_close():
+    assert suggest("zzz", SLUGS) == []
+    assert suggest("llama-3-8b", SLUGS) == []
