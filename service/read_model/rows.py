@@ -336,22 +336,27 @@ def _kept_out(
     in units of N is compared at N GPUs (an upper bound: N x one GPU); a card with an older
     price at as many as that price buys within the budget and max_gpus, scaled as the ask
     scales them (3 x RTX 4090 at its April price beat 4 x RTX 5080 on ResNet-50 at $10,000, and
-    the hint named nothing)."""
+    the hint named nothing). The candidates come fastest first at their best count, computed
+    once per snapshot and (mode, framework, max_gpus), so an ask looks only at those that could
+    beat its first answer (scaling every older-priced card on every request cost computed
+    answers more than half their rate)."""
     budget, max_gpus = ask.budget, ask.max_gpus
-    candidates = snapshot.derived(
-        ("may be kept out", max_gpus), partial(_may_be_kept_out, snapshot, max_gpus)
+    candidates = snapshot.kept(
+        ("may be kept out", ask.mode, ask.framework, max_gpus),
+        partial(_may_be_kept_out, snapshot, ask, max_gpus),
     )
-
-    def best(c: Candidate) -> float:
-        old = c.shown_price
-        if c.price is not None or old is None or c.availability.unit_gpus > 1:
-            return _unit_throughput(c)
-        count = max(1, min(max_gpus, int(budget // old.usd)))
-        return snapshot.configuration(ask.mode, ask.framework, c, count).throughput
-
-    faster = [kept for kept in candidates if best(kept[0]) > top]
+    faster = []
+    for c, reason, by_count in candidates:
+        if max(by_count) <= top:
+            break  # none after it reaches the first answer at any count
+        count = 1
+        if len(by_count) > 1 and c.shown_price is not None:
+            count = max(1, min(max_gpus, int(budget // c.shown_price.usd)))
+        if by_count[count - 1] > top:
+            faster.append((c, reason))
     if not faster:
         return []  # the common case: nothing kept out beats the first answer
+    faster.sort(key=lambda kept: (-_unit_throughput(kept[0]), kept[0].slug))  # named in this order
     in_pool = {c.slug for c in pool}
     floor = _datacenter_price_floor(pool)
     parts: list[str] = []
@@ -397,17 +402,29 @@ def _stale_or_unpriced_unit(c: Candidate) -> bool:
     return c.price is None and (c.shown_price is not None or c.availability.unit_gpus > 1)
 
 
-def _may_be_kept_out(snapshot: Snapshot, max_gpus: int) -> list[tuple[Candidate, str | None]]:
-    """The candidates _kept_out may name, fastest unit first (ties by slug), each with why
-    availability excludes it: not purchasable within `max_gpus` (the reason), or without a
-    current price (None) where it has an older one or is sold in units of N."""
-    kept_out = [
-        (c, reason)
-        for c in snapshot.candidates
-        if (reason := exclusion(c.slug, c.availability, max_gpus)) is not None
-        or _stale_or_unpriced_unit(c)
-    ]
-    return sorted(kept_out, key=lambda kept: (-_unit_throughput(kept[0]), kept[0].slug))
+def _may_be_kept_out(
+    snapshot: Snapshot, ask: RecommendationAsk, max_gpus: int
+) -> list[tuple[Candidate, str | None, tuple[float, ...]]]:
+    """The candidates _kept_out may name, each with why availability excludes it: not
+    purchasable within `max_gpus` (the reason), or without a current price (None) where it has
+    an older one or is sold in units of N; and its throughput by count: a card with only an
+    older price at 1..max_gpus as the ask's mode and framework scale it, anything else one unit
+    (N x one GPU for a GPU sold in units of N). Fastest first at its best count (ties by
+    slug)."""
+    kept_out = []
+    for c in snapshot.candidates:
+        reason = exclusion(c.slug, c.availability, max_gpus)
+        if reason is None and not _stale_or_unpriced_unit(c):
+            continue
+        if c.price is None and c.shown_price is not None and c.availability.unit_gpus <= 1:
+            by_count = [
+                snapshot.configuration(ask.mode, ask.framework, c, n).throughput
+                for n in range(1, max_gpus + 1)
+            ]
+        else:
+            by_count = [_unit_throughput(c)]
+        kept_out.append((c, reason, tuple(by_count)))
+    return sorted(kept_out, key=lambda kept: (-max(kept[2]), kept[0].slug))
 
 
 def _unit_throughput(c: Candidate) -> float:
