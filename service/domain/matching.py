@@ -37,11 +37,13 @@ def suggest(query: str, choices: Iterable[str], limit: int = 3, cutoff: float = 
     wanted = compact(query)
     scored = []
     for index, choice in enumerate(choices):
-        as_written = fuzz.WRatio(query, choice, processor=utils.default_process)
-        joined = fuzz.WRatio(wanted, compact(choice))
-        score = max(as_written, joined)
+        joined = compact(choice)
+        score = max(
+            fuzz.WRatio(query, choice, processor=utils.default_process),
+            fuzz.WRatio(wanted, joined),
+        )
         if score >= cutoff:
-            scored.append((-score, -fuzz.ratio(wanted, compact(choice)), index, choice))
+            scored.append((-score, -fuzz.ratio(wanted, joined), index, choice))
     return [choice for *_, choice in sorted(scored)[:limit]]
 
 

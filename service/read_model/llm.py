@@ -860,10 +860,18 @@ def why(
         f"batch {o.headroom.max_batch} at context {ask.context}"
     )
     within = f" within ${budget:,.0f}" if budget is not None else ""
+    reasons = (
+        ()
+        if faster_below is None
+        else llm_fit.ranked_above_because(o.as_option(), faster_below.as_option())
+    )
     if by_cost:
         lead = f"#{rank} by throughput"
+    elif rank == 1 and faster_below is None:
+        lead = "Most throughput"
     elif rank == 1:
-        lead = "Most throughput" if faster_below is None else _lead_over(o, faster_below)
+        fewer = "fewer GPUs" in reasons
+        lead = f"{'Fewest GPUs' if fewer else 'Most headroom'} among the fastest"
     else:
         lead = f"#{rank}"
     above = (
@@ -871,7 +879,7 @@ def why(
         if faster_below is None
         else f" Ranked above {_what(faster_below, ask.phase)}, faster at "
         f"~{figure(faster_below.throughput)} {UNIT}: their estimates overlap, and this one "
-        f"{_ranked_above_words(o, faster_below)}."
+        f"{_ranked_above_words(o, faster_below, reasons)}."
     )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
@@ -886,19 +894,9 @@ def why(
     )
 
 
-def _lead_over(o: LlmOption, faster: LlmOption) -> str:
-    """The first words of a #1 that a faster option ranks below (llm_fit.rank's tie-break)."""
-    reasons = llm_fit.ranked_above_because(o.as_option(), faster.as_option())
-    return (
-        "Fewest GPUs among the fastest"
-        if reasons[:1] == ("fewer GPUs",)
-        else "Most headroom among the fastest"
-    )
-
-
-def _ranked_above_words(o: LlmOption, faster: LlmOption) -> str:
-    """Why `o` ranks above `faster`, saying only what holds (fewer GPUs, more room)."""
-    reasons = llm_fit.ranked_above_because(o.as_option(), faster.as_option())
+def _ranked_above_words(o: LlmOption, faster: LlmOption, reasons: tuple[str, ...]) -> str:
+    """Why `o` ranks above `faster`, saying only what holds (llm_fit.ranked_above_because's
+    `reasons`: fewer GPUs, more room)."""
     parts = []
     if "fewer GPUs" in reasons:
         parts.append(f"needs fewer GPUs ({o.count} against {faster.count})")

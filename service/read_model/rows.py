@@ -349,9 +349,8 @@ def _kept_out(
     for c, reason, by_count in candidates:
         if max(by_count) <= top:
             break  # none after it reaches the first answer at any count
-        count = 1
-        if len(by_count) > 1 and c.shown_price is not None:
-            count = max(1, min(max_gpus, int(budget // c.shown_price.usd)))
+        old = c.shown_price  # by_count runs to max_gpus only for a card priced that way
+        count = max(1, min(len(by_count), int(budget // old.usd))) if old is not None else 1
         if by_count[count - 1] > top:
             faster.append((c, reason))
     if not faster:
