@@ -181,21 +181,43 @@ def _hints(
     )
     if ask.costs is not None and ask.max_power_w is not None:  # what the ask's power limit keeps
         costs, limit = ask.costs, ask.max_power_w
-        pool = [
-            c for c in pool if fits_power(c.tdp_w, max(1, c.availability.unit_gpus), costs, limit)
-        ]
-    parts = [] if items else [_hint(snapshot, pool, ask.budget, min_memory_gb)]
+        pool = _Pool.of(
+            [
+                c
+                for c in pool.candidates
+                if fits_power(c.tdp_w, max(1, c.availability.unit_gpus), costs, limit)
+            ]
+        )
+    parts = [] if items else [_hint(snapshot, pool.candidates, ask.budget, min_memory_gb)]
     parts += _kept_out(snapshot, pool, ask, top)
     return "; ".join(parts) or None
 
 
-def _pool(snapshot: Snapshot, min_memory_gb: float, stack: str | None) -> list[Candidate]:
-    """The GPUs an ask could be answered with: enough memory, on its stack when given."""
-    return [
-        c
-        for c in snapshot.candidates
-        if c.memory_gb >= min_memory_gb and (stack is None or c.stack == stack)
-    ]
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """The GPUs an ask could be answered with, their slugs, and the cheapest current price of
+    one datacenter GPU among them: kept per snapshot, memory and stack (rebuilding the set and
+    the floor on every request was a tenth of a computed answer)."""
+
+    candidates: list[Candidate]
+    slugs: frozenset[str]
+    datacenter_floor: float | None
+
+    @classmethod
+    def of(cls, candidates: list[Candidate]) -> "_Pool":
+        slugs = frozenset(c.slug for c in candidates)
+        return cls(candidates, slugs, _datacenter_price_floor(candidates))
+
+
+def _pool(snapshot: Snapshot, min_memory_gb: float, stack: str | None) -> _Pool:
+    """The GPUs with enough memory, on the ask's stack when given."""
+    return _Pool.of(
+        [
+            c
+            for c in snapshot.candidates
+            if c.memory_gb >= min_memory_gb and (stack is None or c.stack == stack)
+        ]
+    )
 
 
 def _costs(
@@ -328,9 +350,7 @@ def _month(p: PriceObservation) -> str:
     return f"{p.observed_at:%Y-%m}"
 
 
-def _kept_out(
-    snapshot: Snapshot, pool: list[Candidate], ask: RecommendationAsk, top: float
-) -> list[str]:
+def _kept_out(snapshot: Snapshot, pool: _Pool, ask: RecommendationAsk, top: float) -> list[str]:
     """GPUs that availability or a missing fresh price kept out and that would have been
     faster than the first answer: what a buyer would otherwise have been offered. A GPU sold
     in units of N is compared at N GPUs (an upper bound: N x one GPU); a card with an older
@@ -356,8 +376,7 @@ def _kept_out(
     if not faster:
         return []  # the common case: nothing kept out beats the first answer
     faster.sort(key=lambda kept: (-_unit_throughput(kept[0]), kept[0].slug))  # named in this order
-    in_pool = {c.slug for c in pool}
-    floor = _datacenter_price_floor(pool)
+    in_pool, floor = pool.slugs, pool.datacenter_floor
     parts: list[str] = []
     unpriced: list[tuple[str, bool]] = []  # (how it is named, has an older price)
     for c, reason in faster:
