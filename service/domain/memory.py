@@ -92,6 +92,8 @@ OVERHEAD_BYTES = 0.5 * GB  # CUDA context + workspaces per GPU (sources in the m
 PREFILL_CHUNK = 512  # llama.cpp default n_ubatch
 OPTIMIZER_BYTES: dict[str, float] = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0}
 MASTER_BYTES = 4.0
+# quantizations.csv's kind of llama.cpp's block formats (q4_k_m, q8_0, ...): inference only.
+GGUF_KIND = "gguf"
 # QLoRA's default base format (quantizations.csv row nf4), used when qlora is asked without one.
 NF4_BITS = 4.127
 TASKS: tuple[str, ...] = ("inference", "full-finetune", "lora", "qlora")
@@ -423,6 +425,13 @@ def memory_breakdown(
         raise ValueError("full fine-tuning trains 16- or 32-bit weights; use lora or qlora")
     if task == "qlora" and quant.bits_per_weight >= 8:
         raise ValueError("qlora trains adapters on a 4-bit base; use lora for 16-bit weights")
+    if task != "inference" and quant.kind == GGUF_KIND:
+        # llama.cpp runs these blocks for inference; PEFT, bitsandbytes and the trainers this
+        # service's training rows come from load none of them
+        raise ValueError(
+            f"{quant.name} is a GGUF format that llama.cpp runs for inference; no trainer "
+            "fine-tunes it: use lora on bf16 weights or qlora on nf4 (the default)"
+        )
 
     split = effective_split(split, quant, task)
     if split == "layer":

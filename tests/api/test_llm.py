@@ -75,6 +75,8 @@ def test_memory_formulas_are_in_the_openapi_docs(client):
         ({"model": "llama-3.1-8b", "quant": "q5"}, 422, "quant"),
         ({"model": "llama-3-8b", "context": 16384}, 422, "context"),
         ({"model": "llama-3.1-8b", "task": "full-finetune", "quant": "q4_k_m"}, 422, "quant"),
+        ({"model": "llama-3.1-8b", "task": "qlora", "quant": "q4_k_m"}, 422, "quant"),
+        ({"model": "llama-3.1-8b", "task": "lora", "quant": "q8_0"}, 422, "quant"),
         ({"model": "llama-3.1-8b", "task": "pretrain"}, 422, "task"),
         ({"model": "llama-3.1-8b", "batch": 0}, 422, "batch"),
         ({"model": "llama-3.1-70b", "gpus": 3}, 422, "gpus"),  # 64 heads: no 3-way tensor split

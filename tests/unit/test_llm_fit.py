@@ -258,8 +258,8 @@ def test_a_split_asked_for_training_is_counted_as_memory_breakdown_counts_it():
     """memory_breakdown shards training data-parallel (FSDP) whatever `split` says, so
     gpus_needed counts it so too: any count, no heads rule (3 GPUs may carry a 64-head model's
     LoRA), each GPU with a whole sequence's activations."""
-    model, quant = llm.model("llama-3.1-70b"), llm.quantization("q4_k_m")
-    kwargs = {"task": "lora", "quant": quant, "context": 2048}
+    model, quant = llm.model("llama-3.1-70b"), llm.quantization("nf4")
+    kwargs = {"task": "qlora", "quant": quant, "context": 2048}
     for split in ("layer", "tensor"):
         asked = memory.gpus_needed(model, llm_fit.capacity_gb(24), 8, split=split, **kwargs)
         assert asked == memory.gpus_needed(model, llm_fit.capacity_gb(24), 8, **kwargs)

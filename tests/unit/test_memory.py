@@ -123,6 +123,13 @@ def test_full_finetune_rejects_quantized_weights_and_qlora_rejects_16_bit():
         m.memory_breakdown(MODELS["llama-3.1-8b"], "qlora", q("bf16"))
 
 
+@pytest.mark.parametrize("task", ["lora", "qlora"])
+def test_training_rejects_gguf_formats_that_only_llama_cpp_runs(task):
+    with pytest.raises(ValueError, match="GGUF"):
+        m.memory_breakdown(MODELS["llama-3.1-8b"], task, q("q4_k_m"))
+    assert m.memory_breakdown(MODELS["llama-3.1-8b"], "inference", q("q4_k_m")).total_gb > 0
+
+
 def test_moe_memory_uses_total_params_and_flops_active_params():
     mix = MODELS["mixtral-8x7b"]
     w = m.weight_bytes(mix, q("bf16"))
