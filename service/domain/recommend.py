@@ -115,17 +115,20 @@ def configurations(
     measured_multi: Mapping[tuple[str, int], Measurement],
     use_measured_multi: bool = True,
     result_noise: float = 0.0,
+    memory_splits: bool = False,
 ) -> list[Configuration]:
     """Every priced (GPU, count) that can be bought (`configuration` of each), best
     throughput first, then cheapest. N GPUs no faster than one (a llama.cpp layer split:
-    each token passes the GPUs in turn) are left out: they buy nothing for one job."""
+    each token passes the GPUs in turn) are left out, they buy nothing for one job, unless
+    `memory_splits`: then they buy the memory to hold a model that one GPU cannot
+    (within_budget keeps them only for that)."""
     every = (
         configuration(cand, count, scaling_for, measured_multi, use_measured_multi, result_noise)
         for cand in candidates
         if cand.price is not None
         for count in purchase_counts(cand.availability, max_gpus)
     )
-    configs = [c for c in every if c.count == 1 or c.speedup > 1.0]
+    configs = [c for c in every if c.count == 1 or c.speedup > 1.0 or memory_splits]
     configs.sort(key=lambda c: (-c.throughput, c.total_price, c.candidate.slug))
     return configs
 
@@ -150,13 +153,25 @@ def within_budget(
     min_memory_gb: float,
     limit: int,
     extra: ExtraFn = no_extra,
+    together_gb: float = 0.0,
 ) -> list[Configuration]:
-    """The first `limit` configurations (already ranked) that fit the budget and memory; the
-    budget pays for the GPUs plus `extra` (the bigger box N cards need, >= 0; None = unknown,
-    counted as 0)."""
+    """The first `limit` configurations (already ranked) that fit the budget and memory: each
+    GPU `min_memory_gb`, and all of them together `together_gb` (a model file split by layers
+    over them; N GPUs no faster than one only where N - 1 cannot hold that); the budget pays for
+    the GPUs plus `extra` (the bigger box N cards need, >= 0; None = unknown, counted as 0)."""
     chosen: list[Configuration] = []
     for config in configs:
-        if config.total_price > budget or config.candidate.memory_gb < min_memory_gb:
+        memory = config.candidate.memory_gb
+        if (
+            config.total_price > budget
+            or memory < min_memory_gb
+            or memory * config.count < together_gb
+            or (
+                config.count > 1
+                and config.speedup <= 1.0
+                and memory * (config.count - 1) >= together_gb
+            )
+        ):
             continue  # the extra is never negative: no need to price the box
         if config.total_price + (extra(config) or 0.0) <= budget:
             chosen.append(config)

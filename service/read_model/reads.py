@@ -153,9 +153,16 @@ class ReadModel:
         key, snapshot = await self._snapshot_for(
             ask.workload, ask.precision, ask.condition, ask.allow_stale
         )
-        wanted = ask.min_memory_gb
-        min_memory = snapshot.workload.min_memory_gb if wanted is None else wanted
-        rows, hint = recommendation_rows(snapshot, ask, min_memory)
+        wanted, need = ask.min_memory_gb, snapshot.workload.min_memory_gb
+        min_memory = need if wanted is None else wanted
+        if snapshot.layer_split:
+            # a model file's weights, whatever min_memory_gb asks: split over the GPUs of a
+            # configuration (llama.cpp's layer split), or whole on each independent one
+            split = ask.mode == "parallel"
+            per_gpu = max(wanted or 0.0, 0.0 if split else need)
+            rows, hint = recommendation_rows(snapshot, ask, per_gpu, need if split else 0.0)
+        else:
+            rows, hint = recommendation_rows(snapshot, ask, min_memory)
         return Rows(key, snapshot, rows, min_memory, hint)
 
     async def llm(

@@ -137,12 +137,13 @@ def ranking_rows(
 
 
 def recommendation_rows(
-    snapshot: Snapshot, ask: RecommendationAsk, min_memory_gb: float
+    snapshot: Snapshot, ask: RecommendationAsk, min_memory_gb: float, together_gb: float = 0.0
 ) -> tuple[list[Recommendation], str | None]:
     """The best configurations within the ask's budget (and max_power_w, on its stack when
-    given) with `min_memory_gb` per GPU, and a hint when none fits or when availability or
-    price freshness kept out a GPU faster than the first answer. With costs each carries its
-    cost of ownership; sort=tco ranks by cost per unit of work."""
+    given) with `min_memory_gb` per GPU and `together_gb` over a configuration's GPUs, and a
+    hint when none fits or when availability or price freshness kept out a GPU faster than the
+    first answer. With costs each carries its cost of ownership; sort=tco ranks by cost per
+    unit of work."""
     budget, costs, stack, max_power_w = ask.budget, ask.costs, ask.stack, ask.max_power_w
     ranked = snapshot.ranked_configurations(ask.mode, ask.framework, ask.max_gpus)
     if stack is not None:
@@ -151,21 +152,51 @@ def recommendation_rows(
         ranked = [c for c in ranked if fits_power(c.candidate.tdp_w, c.count, costs, max_power_w)]
     extra = platform_extra(snapshot, costs)
     if costs is None or ask.sort != "tco":
-        chosen = within_budget(ranked, budget, min_memory_gb, ask.limit, extra)
+        chosen = within_budget(ranked, budget, min_memory_gb, ask.limit, extra, together_gb)
         items = [
             _recommendation(c, rank, snapshot, budget, extra, costs)
             for rank, c in enumerate(chosen, 1)
         ]
         top = chosen[0].throughput if chosen else 0.0
-        return items, _hints(snapshot, items, ask, min_memory_gb, top)
-    fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra)
-    all_items = [
-        _recommendation(c, rank, snapshot, budget, extra, costs)
-        for rank, c in enumerate(fitting, 1)
-    ]
-    items = ranked_by_cost(all_items, ask.limit, "unit of work")
-    top = max((c.throughput for c in fitting), default=0.0)
+    else:
+        fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra, together_gb)
+        all_items = [
+            _recommendation(c, rank, snapshot, budget, extra, costs)
+            for rank, c in enumerate(fitting, 1)
+        ]
+        items = ranked_by_cost(all_items, ask.limit, "unit of work")
+        top = max((c.throughput for c in fitting), default=0.0)
+    if not items and together_gb > 0:
+        return items, _split_hint(ranked, ask, min_memory_gb, together_gb, extra)
     return items, _hints(snapshot, items, ask, min_memory_gb, top)
+
+
+def _split_hint(
+    ranked: list[Configuration],
+    ask: RecommendationAsk,
+    min_memory_gb: float,
+    together_gb: float,
+    extra: ExtraFn,
+) -> str:
+    """Why no configuration holds a model split over its GPUs within the budget, and the
+    cheapest that would (GPUs plus the box several need)."""
+    holding = [
+        c
+        for c in ranked
+        if c.candidate.memory_gb >= min_memory_gb and c.candidate.memory_gb * c.count >= together_gb
+    ]
+    words = f"nothing that holds {together_gb:g} GB over up to {ask.max_gpus} GPU(s)"
+    if not holding:
+        return f"{words} (a llama.cpp layer split) is priced; raise max_gpus"
+    cheapest = min(holding, key=lambda c: (c.total_price + (extra(c) or 0.0), c.candidate.slug))
+    p = cheapest.candidate.price
+    assert p is not None  # ranked configurations are priced
+    cost = cheapest.total_price + (extra(cheapest) or 0.0)
+    return (
+        f"{words} (a llama.cpp layer split) fits ${ask.budget:,.0f}; the cheapest is "
+        f"{cheapest.count} x {cheapest.candidate.slug} at ${cost:,.0f} with the box several "
+        f"GPUs need ({p.condition} price of {p.observed_at}, {p.source})"
+    )
 
 
 def _hints(

@@ -200,6 +200,7 @@ class Snapshot:
                 self.measured_multi,
                 use_measured_multi=(mode == "parallel"),
                 result_noise=self.result_noise,
+                memory_splits=self.layer_split and mode == "parallel",
             ),
         )
 

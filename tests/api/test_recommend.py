@@ -79,6 +79,7 @@ def test_nothing_fits_answers_200_with_a_hint(client):
         ({"budget": 800, "min_memory_gb": -1}, "min_memory_gb"),
         ({"budget": 800, "framework": "Py Torch!"}, "framework"),
         ({"budget": 800, "workload": "resnet"}, "workload"),
+        ({"budget": 3000, "model": "llama-3.1-8b", "task": "qlora", "quant": "q4_k_m"}, "quant"),
     ],
 )
 def test_bad_parameters_are_422_naming_the_field(client, params, field):
@@ -469,6 +470,30 @@ def test_a_llama_bench_workload_never_sells_n_gpus_for_one_decode_stream(client,
     )
     ratio = compare.json()["throughput"] / single.json()["throughput"]
     assert ratio == pytest.approx(120.0 / 130.0)  # the measured 4-GPU split, not ~3x
+
+
+def test_a_model_file_too_big_for_one_gpu_is_offered_split_over_the_fewest_that_hold_it(client):
+    """Llama 3 70B Q4_K_M needs 40.2 GB over all GPUs (the workload's min_memory_gb): /recommend
+    offers N GPUs that hold it together (a layer split, no faster than one GPU), each at the
+    smallest count of its card that holds it, never one 24 or 32 GB card (min_memory_gb per GPU
+    adds to the model's need, it does not replace it), and with independent copies every GPU
+    holds the whole model."""
+    workload = "llama-3-70b-q4_k_m-tg512"
+    need = client.get(f"/workloads/{workload}").json()["min_memory_gb"]
+    ask = {"budget": 5000, "workload": workload, "limit": 20, "allow_stale": True}
+    for extra in ({}, {"min_memory_gb": 20}):
+        rows = client.get("/recommend", params=ask | extra).json()["recommendations"]
+        assert any(r["count"] > 1 for r in rows), extra
+        for r in rows:
+            assert r["total_memory_gb"] >= need, r
+            assert r["memory_gb"] >= extra.get("min_memory_gb", 0)
+            if r["scaling_factor"] <= 1.0 and r["count"] > 1:
+                assert r["memory_gb"] * (r["count"] - 1) < need, r  # fewer would have held it
+    copies = client.get("/recommend", params=ask | {"mode": "independent"}).json()
+    assert all(r["memory_gb"] >= need for r in copies["recommendations"])
+    small = client.get("/recommend", params=ask | {"budget": 500}).json()
+    assert small["recommendations"] == []
+    assert f"holds {need:g} GB over up to 4 GPU(s)" in small["hint"]
 
 
 def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload(client):

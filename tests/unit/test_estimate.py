@@ -165,6 +165,21 @@ def test_property_more_budget_never_gives_a_worse_best(specs, budget, extra, max
         assert c.perf_per_dollar == pytest.approx(c.throughput / c.total_price)
 
 
+@given(cands_st, st.floats(10, 1e5), st.floats(0, 200), st.integers(1, 8))
+@settings(max_examples=100, deadline=None)
+def test_property_a_split_model_is_held_together_by_the_fewest_no_faster_gpus(
+    specs, budget, together, max_gpus
+):
+    cands = [candidate(f"g{i}", v, p, m) for i, (v, p, m) in enumerate(specs)]
+    configs = configurations(
+        cands, max_gpus, lambda c, n: Scaling(0.95 if n > 1 else 1.0, "split"), {}, True, 0.0, True
+    )
+    for c in within_budget(configs, budget, 0.0, 50, together_gb=together):
+        assert c.candidate.memory_gb * c.count >= together
+        if c.count > 1:  # no faster than one: only where one GPU fewer cannot hold the model
+            assert c.candidate.memory_gb * (c.count - 1) < together
+
+
 @given(cands_st, st.sampled_from(["parallel", "independent"]))
 @settings(max_examples=60, deadline=None)
 def test_property_scaling_never_exceeds_linear_unless_measured(specs, mode):
