@@ -95,9 +95,12 @@ def costed(
 def fits_power(
     tdp_w: float | None, count: int, costs: CostSettings, max_power_w: float | None
 ) -> bool:
-    """A configuration's draw is within `max_power_w` (unknown draws are kept)."""
-    if max_power_w is None or tdp_w is None:
+    """A configuration's draw is within `max_power_w`. Under a limit a GPU that states no
+    TDP (Apple's SoCs) is left out: nothing says it keeps to it, and its draw is not counted."""
+    if max_power_w is None:
         return True
+    if tdp_w is None:
+        return False
     return tdp_w * count + (costs.host_power_w or 0.0) <= max_power_w
 
 

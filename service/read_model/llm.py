@@ -1337,10 +1337,13 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
         )
     powered = [o for o in fast if limits.within_power(o)]
     if not powered:
-        lowest = min(fast, key=lambda o: ((o.gpu.tdp_w or 0.0) * o.count, o.gpu.slug))
+        stated = [o for o in fast if o.gpu.tdp_w is not None]
+        words = f"nothing that fits {ask.model.slug} draws at most {limits.max_power_w:g} W"
+        if not stated:
+            return f"{words}: none of the GPUs that fit states a TDP"
+        lowest = min(stated, key=lambda o: ((o.gpu.tdp_w or 0.0) * o.count, o.gpu.slug))
         return (
-            f"nothing that fits {ask.model.slug} draws at most {limits.max_power_w:g} W; the "
-            f"lowest draw is {lowest.count} x {lowest.gpu.slug} at "
+            f"{words}; the lowest draw is {lowest.count} x {lowest.gpu.slug} at "
             f"{(lowest.gpu.tdp_w or 0.0) * lowest.count:g} W TDP"
             + (f" + {host:g} W host" if (host := limits.costs.host_power_w) else "")
         )

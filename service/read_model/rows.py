@@ -210,6 +210,7 @@ def _hints(
     pool = snapshot.kept(
         ("pool", min_memory_gb, stack), partial(_pool, snapshot, min_memory_gb, stack)
     )
+    unlimited = pool
     if ask.costs is not None and ask.max_power_w is not None:  # what the ask's power limit keeps
         costs, limit = ask.costs, ask.max_power_w
         pool = _Pool.of(
@@ -219,9 +220,31 @@ def _hints(
                 if fits_power(c.tdp_w, max(1, c.availability.unit_gpus), costs, limit)
             ]
         )
-    parts = [] if items else [_hint(snapshot, pool.candidates, ask.budget, min_memory_gb)]
+    if items:
+        parts = []
+    elif pool is not unlimited and not pool.candidates:  # the power limit left no GPU
+        parts = [_power_hint(unlimited.candidates, ask, min_memory_gb)]
+    else:
+        parts = [_hint(snapshot, pool.candidates, ask.budget, min_memory_gb)]
     parts += _kept_out(snapshot, pool, ask, top)
     return "; ".join(parts) or None
+
+
+def _power_hint(pool: list[Candidate], ask: RecommendationAsk, min_memory_gb: float) -> str:
+    """The ask's power limit, named where nothing was recommended under it: the lowest draw of
+    a priced GPU with the memory, or that none states one."""
+    assert ask.costs is not None and ask.max_power_w is not None
+    host = ask.costs.host_power_w
+    words = f"max_power_w={ask.max_power_w:g} counts each GPU's TDP" + (
+        f" + {host:g} W host" if host else ""
+    )
+    stated = [c for c in pool if c.tdp_w is not None and c.price is not None]
+    if not stated:
+        return f"{words}; no priced GPU with >= {min_memory_gb:g} GB states a TDP"
+    lowest = min(stated, key=lambda c: (c.tdp_w or 0.0, c.slug))
+    return (
+        f"{words}; the lowest with >= {min_memory_gb:g} GB is {lowest.slug} at {lowest.tdp_w:g} W"
+    )
 
 
 @dataclass(frozen=True, slots=True)

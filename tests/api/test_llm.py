@@ -444,10 +444,14 @@ def test_model_asks_label_each_gpu_and_honour_stack_memory_and_power(client):
     cap = {"max_power_w": 400, "host_power_w": 100}
     capped = client.get("/recommend", params={**ask, **cap}).json()["recommendations"]
     assert capped and len(capped) < len(everything)
-    assert all(i["tdp_w"] is None or i["tdp_w"] + 100 <= 400 for i in capped)
+    # a GPU that states no TDP (Apple's SoCs) is not offered under a power limit
+    assert all(i["tdp_w"] is not None and i["tdp_w"] + 100 <= 400 for i in capped)
     # the hint says when the power cap is what empties the answer (every CUDA card states a TDP)
     none = client.get("/recommend", params={**ask, "stack": "cuda", "max_power_w": 50}).json()
     assert none["recommendations"] == [] and "50 W" in none["hint"]
+    macs = {**ask, "stack": "metal", "max_power_w": 5000, "allow_stale": True}
+    unstated = client.get("/recommend", params=macs).json()
+    assert unstated["recommendations"] == [] and "states a TDP" in unstated["hint"]
 
 
 def test_model_asks_carry_cost_of_ownership_and_sort_by_it(client):

@@ -1,6 +1,7 @@
 """Cost of ownership on /recommend and /rankings, and rent or buy on /compare."""
 
 import math
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -231,7 +232,17 @@ def test_sort_tco_ranks_by_cost_per_unit_of_work(client):
 def test_max_power_w_limits_draw_and_big_draws_say_so(client):
     limited = client.get("/recommend", params=ASK | {"max_power_w": 500, "limit": 20}).json()
     assert limited["recommendations"]
-    assert all(r["draw_w"] <= 500 for r in limited["recommendations"])
+    assert all(r["draw_w"] is not None and r["draw_w"] <= 500 for r in limited["recommendations"])
+    none = client.get("/recommend", params=ASK | {"max_power_w": 1}).json()
+    assert none["recommendations"] == []
+    named = re.search(
+        r"max_power_w=1 counts each GPU's TDP.*the lowest .* is (\S+) at (\d+) W", none["hint"]
+    )
+    assert named, none["hint"]
+    assert client.get(f"/gpus/{named.group(1)}").json()["tdp_w"] == float(named.group(2))
+    macs = {"budget": 50000, "stack": "metal", "max_power_w": 5000, "allow_stale": True}
+    unstated = client.get("/recommend", params=macs).json()
+    assert unstated["recommendations"] == [] and "states a TDP" in unstated["hint"]
     big = client.get(
         "/recommend", params={"budget": 100000, "max_gpus": 8, "limit": 50, "mode": "independent"}
     ).json()["recommendations"]
