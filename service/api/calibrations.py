@@ -8,6 +8,8 @@ from sqlmodel import col
 from service.api.deps import SessionDep
 from service.api.pagination import id_page
 from service.api.presenters import calibration_query, calibration_read
+from service.catalog.lookup import by_slugs
+from service.core.errors import InvalidInput
 from service.models import Calibration, Gpu, Host
 from service.schemas.calibration import CalibrationRead
 from service.schemas.common import Page
@@ -25,6 +27,11 @@ def list_calibrations(
 ) -> Page[CalibrationRead]:
     query = calibration_query()
     if gpu is not None:
+        unknown = by_slugs(session, Gpu, [gpu])[1]
+        if unknown:  # as /results: not an empty page that reads as "not calibrated yet"
+            raise InvalidInput.one(
+                ("query", "gpu"), f"unknown gpu {gpu!r}", "unknown_gpu", suggestions=unknown[gpu]
+            )
         query = query.where(Gpu.slug == gpu)
     if host is not None:
         query = query.where(Host.name == host)

@@ -35,11 +35,16 @@ class NotFound(ApiError):
     status_code = 404
 
 
+SHOWN_SLUG_CHARS = 80  # catalog slugs are at most 64 characters
+
+
 class UnknownSlug(NotFound):
     """A slug that names no catalog row; `suggestions` are the closest known slugs."""
 
     def __init__(self, kind: str, slug: str, suggestions: list[str]) -> None:
-        super().__init__(f"unknown {kind} '{slug}'", suggestions)
+        # a path segment has no length limit: echo the start of one, not 60,000 characters
+        shown = slug if len(slug) <= SHOWN_SLUG_CHARS else f"{slug[:SHOWN_SLUG_CHARS]}..."
+        super().__init__(f"unknown {kind} '{shown}'", suggestions)
         self.kind = kind
         self.slug = slug
 

@@ -26,6 +26,9 @@ _NOT_A_MODEL = re.compile(
 )
 
 
+MAX_QUERY_CHARS = 128  # twice the longest slug a catalog row may have
+
+
 def suggest(query: str, choices: Iterable[str], limit: int = 3, cutoff: float = 60.0) -> list[str]:
     """The closest `choices` to `query`, best first; empty when nothing is close.
 
@@ -33,7 +36,10 @@ def suggest(query: str, choices: Iterable[str], limit: int = 3, cutoff: float = 
     higher counts: users type "rtx4090" and "4070tisuper", which score as written no closer
     to nvidia-rtx-4090 than to nvidia-quadro-rtx-4000 (77 each), or closer to the RTX 4070
     Super than to the 4070 Ti Super. Ties go to the plain similarity of the compact forms, so
-    "a10" names the A10 before the A100s."""
+    "a10" names the A10 before the A100s. Only the first MAX_QUERY_CHARS of a query are
+    scored: a 60,000-character path segment took a second, and no longer query is close to a
+    catalog slug anyway."""
+    query = query[:MAX_QUERY_CHARS]
     wanted = compact(query)
     scored = []
     for index, choice in enumerate(choices):

@@ -1325,8 +1325,9 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
         return (
             f"{ask.model.slug} {ask.task} ({ask.quant.name}, context {ask.context}) needs "
             f"{need:.1f} GB on one GPU; no priced GPU{_pool_words(limits.pool)} in the catalog "
-            f"holds it split over up to {limits.max_gpus} GPUs (raise max_gpus, or choose a "
-            f"smaller quant or context)"
+            f"holds it split over up to {limits.max_gpus} GPUs ("
+            + ("raise max_gpus, or " if limits.max_gpus < MAX_GPUS else "")
+            + "choose a smaller quant or context)"
         )
     fast = [o for o in fitting if limits.fast_enough(o)]
     if not fast:

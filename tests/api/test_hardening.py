@@ -1,6 +1,7 @@
 """Regressions from fuzzing (schemathesis): inputs that once made 500s or broke the schema."""
 
 import json
+import time
 
 import pytest
 
@@ -79,9 +80,28 @@ def test_a_workloads_suite_is_stored_and_shown_and_a_malformed_one_is_refused(cl
     assert shown["lab-vit"] == "our-lab" and shown["resnet50-train"] == "lambda-pytorch"
 
 
-def test_prices_for_an_unknown_gpu_are_404_with_suggestions(client):
-    response = client.get("/prices", params={"gpu": "nvidia-rtx-4091"})
-    assert response.status_code == 404 and "nvidia-rtx-4090" in response.json()["suggestions"]
+@pytest.mark.parametrize(
+    ("path", "status"), [("/prices", 404), ("/results", 422), ("/calibrations", 422)]
+)
+def test_a_filter_on_an_unknown_gpu_is_refused_with_suggestions(client, path, status):
+    """/prices is one GPU's page (404); a list filtered by an unknown GPU is a 422 naming the
+    field, not an empty page that reads as "nothing measured yet"."""
+    response = client.get(path, params={"gpu": "nvidia-rtx-4091"})
+    assert response.status_code == status, response.text
+    body = response.json()
+    suggestions = body["suggestions"] if status == 404 else body["detail"][0]["suggestions"]
+    assert "nvidia-rtx-4090" in suggestions
+
+
+def test_an_unknown_slug_in_a_path_is_echoed_short_and_answered_fast(client):
+    """A path segment has no length limit: a 60,000-character slug is a 404 whose message
+    shows its start, scored for suggestions on its first characters only."""
+    started = time.perf_counter()
+    response = client.get("/gpus/" + "nvidia-rtx-4090" * 4000)
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 404
+    assert len(response.json()["detail"]) < 200
+    assert elapsed < 0.5  # scoring the whole segment took about a second
 
 
 def test_openapi_declares_the_result_bodies(client):

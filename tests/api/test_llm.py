@@ -908,3 +908,12 @@ def test_a_training_ask_may_spend_its_budget_on_more_gpus_than_the_fewest(client
         r["gpu"]: r["count"] for r in client.get("/rankings", params=infer).json()["items"]
     }
     assert all(r["count"] == fewest_infer[r["gpu"]] for r in inference.json()["recommendations"])
+
+
+def test_the_no_fit_hint_asks_for_more_gpus_only_below_the_most_allowed(client):
+    ask = {"budget": 10**8, "model": "llama-3.1-405b", "task": "full-finetune"}
+    at_most = client.get("/recommend", params=ask | {"max_gpus": 8}).json()
+    assert at_most["recommendations"] == [] and "raise max_gpus" not in at_most["hint"]
+    assert "smaller quant or context" in at_most["hint"]
+    fewer = client.get("/recommend", params=ask | {"max_gpus": 2}).json()
+    assert fewer["recommendations"] == [] and "raise max_gpus" in fewer["hint"]
