@@ -157,6 +157,14 @@ def decode_bytes_per_step(
     return weights + memory.kv_cache_bytes_per_token(model) * context * batch
 
 
+def decode_bytes_floor(model: memory.ModelSpec, quant: memory.Quantization) -> float:
+    """Bytes one decode token reads at the least: the layers' weights it runs through (active
+    experts only), embeddings and lm_head left out. A bound, not an estimate: the token-per-s
+    ceiling bandwidth / this can be reached by nothing, since lm_head and the KV are read too."""
+    layers = model.active_params_b * 1e9 - model.embedding_params
+    return max(layers, 0.0) * quant.bits_per_weight / 8
+
+
 def roofline_tokens_per_s(
     model: memory.ModelSpec,
     quant: memory.Quantization,

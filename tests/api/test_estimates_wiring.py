@@ -147,3 +147,32 @@ def test_gguf_f16_prompt_processing_is_costed_at_the_fp16_accumulate_rate():
     spec = gpu_spec(geforce, {})
     prefill = workload_spec(wl("f16", "prefill", "fp16"), "fp16")
     assert spec.rates(prefill.rate_key)[0] == pytest.approx(2 * spec.rates("fp16")[0], rel=1e-3)
+
+
+def test_a_decode_workload_of_a_known_model_file_states_its_bandwidth_ceiling(client):
+    """A llama-bench decode workload's estimates stop at datasheet bandwidth / the layer
+    weights a token reads (the DGX Spark, 273 GB/s, on Llama 3 70B Q4_K_M: about 6.6 tokens/s);
+    prompt processing and workloads without a model file state none."""
+    from service.catalog import llm
+    from service.domain.llm_fit import decode_bytes_floor
+    from service.models import Workload
+    from service.read_model.estimates import workload_spec
+
+    def wl(model, quant, phase):
+        return Workload(slug="w", name="w", unit="tokens/s", precision="q4_k_m", model=model,
+                        quant=quant, phase=phase)  # fmt: skip
+
+    floor = decode_bytes_floor(llm.model("llama-3-70b"), llm.quantization("q4_k_m"))
+    assert workload_spec(wl("llama-3-70b", "q4_k_m", "decode"), "q4_k_m").bytes_per_unit == floor
+    assert workload_spec(wl("llama-3-70b", "q4_k_m", "prefill"), "q4_k_m").bytes_per_unit is None
+    assert workload_spec(wl(None, None, "decode"), "q4_k_m").bytes_per_unit is None
+    params = {"workload": "llama-3-70b-q4_k_m-tg512", "min_memory_gb": 0, "condition": "any"}
+    items = client.get("/rankings", params=params | {"allow_stale": True}).json()["items"]
+    checked = 0
+    for item in items:
+        if item["basis"] != "estimated":
+            continue
+        bandwidth = client.get(f"/gpus/{item['gpu']}").json()["memory_bandwidth_gbs"]
+        assert item["throughput_high"] <= bandwidth * 1e9 / floor * (1 + 1e-9), item["gpu"]
+        checked += 1
+    assert checked >= 10

@@ -532,6 +532,26 @@ def test_no_estimate_passes_the_gpus_compute_ceiling() -> None:
     assert q is not None and q.value == pytest.approx(uncapped)
 
 
+def test_no_decode_estimate_passes_the_bandwidth_ceiling_where_bytes_are_stated() -> None:
+    """A decode token reads its layer weights at the least: datasheet bandwidth / those bytes
+    is a ceiling no estimate passes (value and band), and none applies where none is stated."""
+    gpus, wls, obs = world(8, seed=5)
+    probe = gpu("probe", tensor=500.0, vector=50.0, memory=1000.0, memory_gb=24.0, tdp_w=300.0)
+    free = tm.fit([*gpus, probe], wls, obs)
+    uncapped = free.predict("probe", "decode")
+    assert uncapped is not None and uncapped.basis == "estimated"
+    floor = 1000.0 * 1e9 / (0.9 * uncapped.value)  # bytes a unit reads: 0.9 x the estimate fits
+    stated = [
+        dataclasses.replace(w, bytes_per_unit=floor) if w.slug == "decode" else w for w in wls
+    ]
+    capped = tm.fit([*gpus, probe], stated, obs).predict("probe", "decode")
+    ceiling = tm.bandwidth_ceiling(probe, stated[[w.slug for w in stated].index("decode")])
+    assert capped is not None and ceiling == pytest.approx(0.9 * uncapped.value)
+    assert capped.value == pytest.approx(ceiling)
+    assert capped.low < capped.value <= capped.high <= ceiling * (1 + 1e-12)
+    assert tm.bandwidth_ceiling(probe, wls[0]) == math.inf
+
+
 def test_die_follows_the_memory_type() -> None:
     hbm = dataclasses.replace(gpu("x", 1.0, 1.0, 1.0), memory_type="HBM2e")
     gddr = dataclasses.replace(gpu("y", 1.0, 1.0, 1.0), memory_type="GDDR6X")
