@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from sqlalchemy import func
@@ -279,7 +279,15 @@ class EstimateModel:
         return self.fitted.single_result_half_width(model_key(workload.slug, precision))
 
     def estimates(self, workload: Workload, precision: str) -> dict[str, est.Estimate]:
-        """Every GPU's single-GPU estimate for (workload, precision), by slug."""
+        """Every GPU's single-GPU estimate for (workload, precision), by slug; none for a GPU
+        without the units the precision needs unless it is measured at it (`lacks_units`)."""
+        found = self._estimates(workload, precision)
+        lacking = lacks_units(self.inputs.rows.values(), precision)
+        return {
+            slug: e for slug, e in found.items() if slug not in lacking or e.basis == "measured"
+        }
+
+    def _estimates(self, workload: Workload, precision: str) -> dict[str, est.Estimate]:
         spec = workload_spec(workload, precision)
         model = self._extended.get(spec.slug)
         if model is None:
@@ -314,6 +322,21 @@ class EstimateModel:
                 )
             return out
         return _prior(self.inputs, workload, precision)
+
+
+# A precision whose matrix math only units of its own run, by the catalog column that states
+# them: no framework trains or serves FP8 on a GPU without FP8 tensor cores (Transformer
+# Engine needs Ada, Hopper or newer), where the spec-rate fallback (the FP16 units) would
+# estimate it anyway: an RTX 3080 Ti ranked for ResNet-50 at fp8, a V100 at 6x its own fp16.
+UNITS_OF: dict[str, str] = {"fp8": "fp8_tensor_tflops"}
+
+
+def lacks_units(gpus: Iterable[Gpu], precision: str) -> frozenset[str]:
+    """The slugs of `gpus` that state no rate for `precision`'s own units (UNITS_OF)."""
+    column = UNITS_OF.get(precision)
+    if column is None:
+        return frozenset()
+    return frozenset(g.slug for g in gpus if not getattr(g, column))
 
 
 def _prior(inputs: ModelInputs, workload: Workload, precision: str) -> dict[str, est.Estimate]:

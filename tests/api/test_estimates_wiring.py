@@ -176,3 +176,15 @@ def test_a_decode_workload_of_a_known_model_file_states_its_bandwidth_ceiling(cl
         assert item["throughput_high"] <= bandwidth * 1e9 / floor * (1 + 1e-9), item["gpu"]
         checked += 1
     assert checked >= 10
+
+
+def test_no_fp8_estimate_for_a_gpu_without_fp8_units(client):
+    """FP8 matrix math runs only on FP8 tensor cores: at precision=fp8 a GPU whose spec states
+    none (an RTX 3090, a V100) is not estimated, while at fp16 it is."""
+    specs = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
+    params = {"workload": "resnet50-train", "min_memory_gb": 0, "condition": "any"}
+    fp8 = client.get("/rankings", params=params | {"precision": "fp8"}).json()["items"]
+    fp16 = client.get("/rankings", params=params | {"precision": "fp16"}).json()["items"]
+    assert fp8 and all(specs[r["gpu"]]["fp8_tensor_tflops"] for r in fp8)
+    lacking = {r["gpu"] for r in fp16 if not specs[r["gpu"]]["fp8_tensor_tflops"]}
+    assert {"nvidia-rtx-3090", "nvidia-v100-sxm2-32gb"} & lacking
