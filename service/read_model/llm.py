@@ -70,6 +70,7 @@ from service.domain.prices import (
     is_stale,
     shown_price,
 )
+from service.domain.recommend import per_dollar_spent
 from service.domain.scaling import Profiles, Scaling
 from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
@@ -1138,7 +1139,7 @@ def _recommendation(
         rank=rank,
         unit_price=price,
         total_price_usd=total,
-        perf_per_dollar=o.throughput / total,
+        perf_per_dollar=per_dollar_spent(o.throughput, total, extra),
         total_memory_gb=o.gpu.memory_gb * o.count,
         tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
         scaling_factor=o.speedup,

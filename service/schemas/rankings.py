@@ -130,7 +130,8 @@ class Rankings(AskEcho):
 
 class Recommendation(AnswerRow):
     perf_per_dollar: float = Field(
-        description="Throughput per USD of the total price (units/s per USD, as `why` says)."
+        description="Throughput per USD of what the budget pays: the GPUs plus the box N cards "
+        "need over a one-GPU PC (units/s per USD, as `why` says)."
     )
     unit_price: PriceInfo
     total_price_usd: float

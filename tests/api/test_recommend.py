@@ -472,6 +472,23 @@ def test_a_llama_bench_workload_never_sells_n_gpus_for_one_decode_stream(client,
     assert ratio == pytest.approx(120.0 / 130.0)  # the measured 4-GPU split, not ~3x
 
 
+@pytest.mark.parametrize(
+    "ask", [{"budget": 3000}, {"budget": 3000, "model": "llama-3.1-8b", "task": "lora"}]
+)
+def test_perf_per_dollar_counts_what_the_budget_pays_for_the_box(client, ask):
+    """Per USD of the GPUs plus the box N cards need over a one-GPU PC, the sum `why` states
+    and the budget pays, not of the GPUs alone (which favoured many cheap cards)."""
+    rows = client.get("/recommend", params=ask | {"limit": 20}).json()["recommendations"]
+    boxed = 0
+    for r in rows:
+        box = re.search(r"\+ \$([\d,]+) for the box of \d+ GPUs", r["why"])
+        spent = r["total_price_usd"] + (float(box.group(1).replace(",", "")) if box else 0.0)
+        boxed += box is not None
+        assert r["perf_per_dollar"] == pytest.approx(r["throughput"] / spent, rel=1e-3), r["why"]
+        assert spent <= ask["budget"]
+    assert boxed, "the ask should answer some multi-GPU rows"
+
+
 def test_a_model_file_too_big_for_one_gpu_is_offered_split_over_the_fewest_that_hold_it(client):
     """Llama 3 70B Q4_K_M needs 40.2 GB over all GPUs (the workload's min_memory_gb): /recommend
     offers N GPUs that hold it together (a layer split, no faster than one GPU), each at the
