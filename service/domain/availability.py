@@ -7,12 +7,17 @@ Design decisions:
 - A GPU sold as a complete computer (`system`: a Mac Studio, a DGX Spark, a GH200 node) or as a
   whole platform (`unit_gpus` > 1) comes with its box: its cost of ownership adds no PC and a
   budget adds no multi-GPU box for it (`platform_included`).
+- A complete computer is one unit of a job that runs on several GPUs together (data or tensor
+  parallel): several are linked by a network (Thunderbolt, Ethernet, ConnectX) that no scaling
+  profile here measures, and the PCIe box profile assumed for them put 4 Mac Studios at 3.72x
+  one. Several of them still run independent jobs (`mode=independent`).
 - The reasons are phrased for the `hint` of an answer, naming what would make it offerable.
 """
 
 from dataclasses import dataclass
 
 CLOUD_ONLY = "cloud"
+SYSTEM = "system"  # sold as a complete computer
 _UNIT_NAMES = {"hgx-8": "HGX platforms", "oam-8": "OAM platforms", "system": "systems"}
 
 
@@ -38,17 +43,20 @@ class Availability:
 
 def platform_included(sold_as: str, unit_gpus: int) -> str | None:
     """Why a GPU sold as `sold_as` in units of `unit_gpus` needs no box bought beside it."""
-    if sold_as == "system":
+    if sold_as == SYSTEM:
         return "sold as a complete computer, whose price includes it"
     if unit_gpus > 1:
         return f"sold as {unit_gpus}-GPU platforms, whose price includes the box"
     return None
 
 
-def purchase_counts(availability: Availability, max_gpus: int) -> list[int]:
-    """GPU counts that can be bought with at most `max_gpus` GPUs (multiples of the unit)."""
+def purchase_counts(availability: Availability, max_gpus: int, one_job: bool = False) -> list[int]:
+    """GPU counts that can be bought with at most `max_gpus` GPUs (multiples of the unit); for
+    `one_job` (GPUs that run one job together) a complete computer only alone."""
     if not availability.purchasable:
         return []
+    if one_job and availability.sold_as == SYSTEM:
+        return [1] if max_gpus >= 1 else []
     unit = max(availability.unit_gpus, 1)
     return list(range(unit, max_gpus + 1, unit))
 

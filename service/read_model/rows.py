@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from service.domain.availability import exclusion
+from service.domain.availability import exclusion, purchase_counts
 from service.domain.prices import PriceObservation, age_days, bought_used, is_stale
 from service.domain.recommend import (
     Candidate,
@@ -492,7 +492,7 @@ def _may_be_kept_out(
         if c.price is None and c.shown_price is not None and c.availability.unit_gpus <= 1:
             by_count = [
                 snapshot.configuration(ask.mode, ask.framework, c, n).throughput
-                for n in range(1, max_gpus + 1)
+                for n in purchase_counts(c.availability, max_gpus, ask.mode == "parallel")
             ]
         else:
             by_count = [_unit_throughput(c)]

@@ -201,6 +201,7 @@ class Snapshot:
                 use_measured_multi=(mode == "parallel"),
                 result_noise=self.result_noise,
                 memory_splits=self.layer_split and mode == "parallel",
+                one_job=mode == "parallel",
             ),
         )
 

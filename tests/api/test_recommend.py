@@ -472,6 +472,20 @@ def test_a_llama_bench_workload_never_sells_n_gpus_for_one_decode_stream(client,
     assert ratio == pytest.approx(120.0 / 130.0)  # the measured 4-GPU split, not ~3x
 
 
+def test_several_complete_computers_are_offered_for_independent_jobs_only(client):
+    """Mac Studios on one job would be linked by a network no profile here measures: parallel
+    mode offers one, independent mode copies of it; an LLM ask holds its model in one."""
+    ask = {"budget": 50000, "stack": "metal", "max_gpus": 4, "allow_stale": True, "limit": 20}
+    one_job = client.get("/recommend", params=ask).json()["recommendations"]
+    assert one_job and all(r["count"] == 1 for r in one_job)
+    copies = client.get("/recommend", params=ask | {"mode": "independent"}).json()
+    assert any(r["count"] > 1 for r in copies["recommendations"])
+    alone = client.get("/recommend", params=ask | {"model": "llama-3-70b"}).json()
+    assert alone["recommendations"]  # a 512 GB M3 Ultra holds its 143 GB
+    big = client.get("/recommend", params=ask | {"model": "llama-3.1-405b"}).json()
+    assert big["recommendations"] == []  # 810 GB: no one Mac holds it, no two are offered
+
+
 @pytest.mark.parametrize(
     "ask", [{"budget": 3000}, {"budget": 3000, "model": "llama-3.1-8b", "task": "lora"}]
 )

@@ -54,6 +54,13 @@ def test_platform_gpus_come_in_whole_units_and_cloud_only_never():
     assert purchase_counts(cloud, 8) == [] and "cloud" in (exclusion("x", cloud, 8) or "")
 
 
+def test_a_complete_computer_runs_one_job_alone_and_independent_jobs_in_copies():
+    mac = Availability("in_production", "system", 1)
+    assert purchase_counts(mac, 4, one_job=True) == [1]
+    assert purchase_counts(mac, 4) == [1, 2, 3, 4]  # independent experiments
+    assert purchase_counts(Availability(), 4, one_job=True) == [1, 2, 3, 4]  # cards share a box
+
+
 def test_a_gpu_is_excluded_exactly_when_no_count_can_be_bought():
     for sold_as in ("card", "hgx-8", "system", "cloud"):
         for unit in (0, 1, 2, 4, 8):
