@@ -76,6 +76,7 @@ def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
         tm.FP16_ACCUMULATE if fp16_accumulate and precision == "fp16" else "",
         workload.suite,
         _decode_bytes_floor(workload),
+        workload.slug,
     )
 
 

@@ -188,3 +188,27 @@ def test_no_fp8_estimate_for_a_gpu_without_fp8_units(client):
     assert fp8 and all(specs[r["gpu"]]["fp8_tensor_tflops"] for r in fp8)
     lacking = {r["gpu"] for r in fp16 if not specs[r["gpu"]]["fp8_tensor_tflops"]}
     assert {"nvidia-rtx-3090", "nvidia-v100-sxm2-32gb"} & lacking
+
+
+def test_a_workload_asked_at_its_other_16_bit_precision_runs_the_same_step(client):
+    """llm-train is measured at bf16 only: at fp16 it is the same step, so a GPU whose fp16
+    and bf16 rates are equal gets the same estimate, and one without bf16 units (V100, T4)
+    gets more at fp16, where its tensor cores run it."""
+    specs = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
+    params = {"workload": "llm-train", "min_memory_gb": 0, "condition": "any", "allow_stale": True}
+
+    def estimated(precision):
+        items = client.get("/rankings", params=params | {"precision": precision}).json()["items"]
+        return {r["gpu"]: r["throughput"] for r in items if r["basis"] == "estimated"}
+
+    bf16, fp16 = estimated("bf16"), estimated("fp16")
+    same = [
+        g
+        for g in bf16.keys() & fp16.keys()
+        if specs[g]["bf16_tensor_tflops"]
+        and specs[g]["bf16_tensor_tflops"] == specs[g]["fp16_tensor_tflops"]
+    ]
+    assert len(same) >= 10
+    for g in same:
+        assert fp16[g] == pytest.approx(bf16[g], rel=1e-6), g
+    assert fp16["nvidia-v100-sxm2-32gb"] > 2 * bf16["nvidia-v100-sxm2-32gb"]
