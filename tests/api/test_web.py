@@ -100,6 +100,8 @@ def test_gpu_page_shows_specs_results_prices_and_calibrations(client, db, keys):
     assert len(page.all("polyline")) >= 2  # msrp (new) and used series
     assert "Calibration history" in response.text
     assert client.get("/gpu/no-such-gpu").status_code == 404
+    typo = client.get("/gpu/nvidia-rtx-4091")
+    assert typo.status_code == 404 and 'href="/gpu/nvidia-rtx-4090"' in typo.text
 
 
 def test_html_routes_are_not_in_the_api_schema(client):

@@ -21,8 +21,9 @@ from service.api.asks import recommendation_ask
 from service.api.deps import EngineDep, ReadModelDep
 from service.api.web import gpu_page
 from service.api.web.index import charts_for, fmt
-from service.core.errors import InvalidInput
-from service.models import Workload
+from service.catalog.lookup import by_slugs
+from service.core.errors import SHOWN_SLUG_CHARS, InvalidInput
+from service.models import Gpu, Workload
 from service.schemas.queries import RecommendQuery
 from service.schemas.tco import CostQuery
 
@@ -115,13 +116,20 @@ async def index(request: Request, read_model: ReadModelDep, engine: EngineDep) -
     return templates.TemplateResponse(request, "index.html", context, status_code=status)
 
 
+def _closest_gpus(engine: Engine, slug: str) -> list[str]:
+    """The catalog GPUs closest to a slug that names none (as GET /gpus/{slug} suggests)."""
+    with Session(engine) as session:
+        return by_slugs(session, Gpu, [slug])[1].get(slug, [])
+
+
 @router.get("/gpu/{slug}", response_class=HTMLResponse)
 async def gpu(
     request: Request, slug: str, read_model: ReadModelDep, engine: EngineDep
 ) -> HTMLResponse:
     page = await run_in_threadpool(gpu_page.load, engine, slug)
     if page is None:
-        missing = {"request": request, "slug": slug}
+        suggestions = await run_in_threadpool(_closest_gpus, engine, slug)
+        missing = {"request": request, "slug": slug[:SHOWN_SLUG_CHARS], "suggestions": suggestions}
         return templates.TemplateResponse(request, "not_found.html", missing, status_code=404)
     ranked = await read_model.rankings(
         None, None, "any", None, "performance", CostQuery().settings()
