@@ -9,6 +9,7 @@ from functools import cache
 from importlib import resources
 
 from service.core.errors import UnknownSlug
+from service.domain import llm_fit
 from service.domain.matching import suggest
 from service.domain.memory import (
     ModelSpec,
@@ -56,3 +57,16 @@ def same_shape(a: ModelSpec, b: ModelSpec) -> bool:
     both support, so a measured result of one speaks for the other."""
     fields = ("params_b", "layers", "hidden", "intermediate", "heads", "kv_heads", "head_dim")
     return all(getattr(a, f) == getattr(b, f) for f in (*fields, "vocab", "num_experts"))
+
+
+def decode_bytes_floor_of(model: str | None, quant: str | None, phase: str | None) -> float | None:
+    """The layer weights a decode token of a workload's model file reads at the least
+    (llm_fit.decode_bytes_floor), where the workload decodes a model and format of the catalog:
+    the bandwidth ceiling of its results (the gate) and its estimates."""
+    if phase != "decode" or model is None or quant is None:
+        return None
+    spec = models().get(model)
+    fmt = find_quantization(quant, list(quantizations()))
+    if spec is None or fmt is None:
+        return None
+    return llm_fit.decode_bytes_floor(spec, fmt) or None

@@ -83,6 +83,19 @@ def exceeds_peak(
     return implied > PEAK_TOLERANCE * peak_tflops(rates, precision)
 
 
+def exceeds_bandwidth(
+    value: float, bytes_per_unit: float | None, gpu_count: int, bandwidth_gbs: float
+) -> bool:
+    """A decode result faster than reading the layer weights of a token at the datasheet
+    bandwidth allows (with the peak's tolerance; N GPUs at most N times one, as a tensor
+    split would be): `bytes_per_unit` is the least a token reads (llm_fit.decode_bytes_floor),
+    None where the workload states none. Shipped decode results reach at most 81% of it."""
+    if not bytes_per_unit or bandwidth_gbs <= 0:
+        return False
+    ceiling = gpu_count * bandwidth_gbs * 1e9 / bytes_per_unit
+    return value > PEAK_TOLERANCE * ceiling
+
+
 # --- Peers check (issue 11 section 4) -------------------------------------------------------
 #
 # A result is compared with what *other* measured GPUs reach on the same workload and precision.

@@ -16,10 +16,11 @@ from typing import Any
 
 from sqlmodel import Session
 
+from service.catalog.llm import decode_bytes_floor_of
 from service.catalog.lookup import by_slugs
 from service.catalog.peaks import peak_rates
 from service.core.errors import InvalidInput
-from service.domain.plausibility import exceeds_peak
+from service.domain.plausibility import exceeds_bandwidth, exceeds_peak
 from service.domain.vocabulary import precisions_for
 from service.ingest.groups import evaluate_locked, lock_groups
 from service.ingest.known import read_known
@@ -99,13 +100,26 @@ def _new_rows(
     """The batch as result rows, each with its physics verdict."""
     now = utcnow()
     # What each row needs of its GPU and workload, read off the ORM objects once per batch.
-    gpu_of = {slug: (gpu.id, peak_rates(gpu)) for slug, gpu in gpus.items()}
-    workload_of = {slug: (w.id, w.flops_per_unit) for slug, w in workloads.items()}
+    gpu_of = {
+        slug: (gpu.id, peak_rates(gpu), gpu.memory_bandwidth_gbs) for slug, gpu in gpus.items()
+    }
+    workload_of = {
+        slug: (w.id, w.flops_per_unit, decode_bytes_floor_of(w.model, w.quant, w.phase))
+        for slug, w in workloads.items()
+    }
     rows: list[NewRow] = []
     for item, extra in zip(items, extras, strict=True):
-        (gpu_id, rates), (workload_id, flops) = gpu_of[item.gpu], workload_of[item.workload]
+        (gpu_id, rates, bandwidth), (workload_id, flops, bytes_per_unit) = (
+            gpu_of[item.gpu],
+            workload_of[item.workload],
+        )
         assert gpu_id is not None and workload_id is not None
-        possible = not exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision)
+        reason = None
+        if exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision):
+            reason = "exceeds_peak"
+        elif exceeds_bandwidth(item.value, bytes_per_unit, item.gpu_count, bandwidth):
+            reason = "exceeds_bandwidth"
+        possible = reason is None
         rows.append(
             NewRow(
                 gpu_id=gpu_id,
@@ -120,7 +134,7 @@ def _new_rows(
                 cuda=item.cuda,
                 notes=item.notes,
                 status="accepted" if possible else "rejected",
-                reason=None if possible else "exceeds_peak",
+                reason=reason,
                 submitter_id=submitter_id,
                 created_at=now,
                 updated_at=now,

@@ -33,9 +33,7 @@ from sqlmodel import Session, col, select
 from service.catalog import llm as llm_catalog
 from service.catalog.peaks import CALIBRATED_RATE, peak_rates
 from service.domain import estimate as est
-from service.domain import llm_fit
 from service.domain import throughput_model as tm
-from service.domain.memory import find_quantization
 from service.domain.plausibility import fp16_accumulate_tflops, peak_tflops
 from service.domain.vocabulary import PRECISIONS
 from service.models import Aggregate, Calibration, Gpu, Result, Workload
@@ -81,15 +79,9 @@ def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
 
 
 def _decode_bytes_floor(workload: Workload) -> float | None:
-    """The layer weights a decode token of the workload's model file reads (llm_fit), where
-    its model and format are in the catalog: the bandwidth ceiling of its estimates."""
-    if workload.phase != "decode" or workload.model is None or workload.quant is None:
-        return None
-    model = llm_catalog.models().get(workload.model)
-    quant = find_quantization(workload.quant, list(llm_catalog.quantizations()))
-    if model is None or quant is None:
-        return None
-    return llm_fit.decode_bytes_floor(model, quant) or None
+    """The layer weights a decode token of the workload's model file reads: the bandwidth
+    ceiling of its estimates."""
+    return llm_catalog.decode_bytes_floor_of(workload.model, workload.quant, workload.phase)
 
 
 def _calibrations(session: Session) -> dict[int, dict[str, float]]:

@@ -1,7 +1,9 @@
 """Issue 11's done-when for importers, on the shipped catalog and LLM corpus (both databases):
 a real llama-bench file is stored; a copy with tokens/s a thousand times too high is stored but
 never accepted, with its reason, and leaves the public median alone; a single 5x-too-high
-result for a GPU with no results yet on the workload is an outlier `implausible_vs_peers`."""
+decode result for a GPU with no results yet on the workload is never accepted (rejected
+`exceeds_bandwidth` since the gate holds decode to the bandwidth ceiling; an outlier
+`implausible_vs_peers` before)."""
 
 import json
 from pathlib import Path
@@ -98,12 +100,13 @@ def _decode_test(gpu_name: str, tokens_per_s: float) -> str:
     return json.dumps([record])
 
 
-def test_five_times_too_fast_on_a_gpu_without_results_is_implausible_vs_peers(
-    client, keys, llm_corpus
-):
+def test_five_times_too_fast_on_a_gpu_without_results_is_never_accepted(client, keys, llm_corpus):
     # Decode is memory-bound: an honest figure scales with memory bandwidth. The RTX 4090 did
     # 130.58 tokens/s on 1008 GB/s; a GPU without results gets its bandwidth's share of that
-    # (accepted) or five times it (an outlier), both far below its compute peak.
+    # (accepted) or five times it, far below its compute peak but more than its bandwidth can
+    # read the weights for: rejected by physics (`exceeds_bandwidth`; before that ceiling the
+    # peers check made it an outlier, `implausible_vs_peers`, as tests/unit/test_peers.py
+    # still checks for workloads that state no bytes per token).
     with Session(llm_corpus) as s:
         rtx4090 = s.exec(select(Gpu).where(Gpu.slug == "nvidia-rtx-4090")).one()
     honest_per_gbs = 130.58 / rtx4090.memory_bandwidth_gbs
@@ -117,7 +120,7 @@ def test_five_times_too_fast_on_a_gpu_without_results_is_implausible_vs_peers(
     )
     assert r.status_code == 201, r.text
     assert r.json()["results"] == [
-        {"id": r.json()["results"][0]["id"], "status": "outlier", "reason": "implausible_vs_peers"}
+        {"id": r.json()["results"][0]["id"], "status": "rejected", "reason": "exceeds_bandwidth"}
     ]
     assert _aggregate(llm_corpus, inflated.slug, TG) is None  # a group of one garbage value
     ok = _post(
@@ -137,7 +140,7 @@ def test_five_times_too_fast_on_a_gpu_without_results_is_implausible_vs_peers(
         headers=keys.auth(keys.submitter),
     )
     assert plain.status_code == 201, plain.text
-    assert (plain.json()["status"], plain.json()["reason"]) == ("outlier", "implausible_vs_peers")
+    assert (plain.json()["status"], plain.json()["reason"]) == ("rejected", "exceeds_bandwidth")
 
 
 def test_an_unknown_device_is_422_quoting_it_with_suggestions(client, keys, llm_corpus):

@@ -269,6 +269,23 @@ def test_physics_rejects_throughput_above_peak(client, keys):
     assert two["status"] == "accepted"
 
 
+def test_physics_rejects_decode_faster_than_the_bandwidth_reads_the_weights(client, keys):
+    """An RTX 3090 (936 GB/s) decoding Llama 3 70B Q4_K_M reads 41.2 GB of layer weights per
+    token: at most ~22.7 tokens/s; 50 is a typo or a wrong workload, 16.6 was measured."""
+    from service.catalog import llm
+    from service.domain.llm_fit import decode_bytes_floor
+
+    floor = decode_bytes_floor(llm.model("llama-3-70b"), llm.quantization("q4_k_m"))
+    ceiling = 1.05 * 936e9 / floor
+    tg = {"gpu": "nvidia-rtx-3090", "workload": "llama-3-70b-q4_k_m-tg512", "precision": "q4_k_m"}
+    above = post(client, keys, result(**tg, value=ceiling * 1.01, framework="llama.cpp")).json()
+    below = post(client, keys, result(**tg, value=16.6, framework="llama.cpp")).json()
+    assert (above["status"], above["reason"]) == ("rejected", "exceeds_bandwidth")
+    assert below["status"] == "accepted"
+    two = post(client, keys, result(**tg, value=ceiling * 1.5, gpu_count=2, framework="llama.cpp"))
+    assert two.json()["reason"] != "exceeds_bandwidth"  # a tensor split reads half on each
+
+
 def test_physics_uses_fp32_peak_for_a_gpu_without_tensor_cores(client, keys):
     # GTX 1080 Ti: no tensor cores, fp32 11.34 TFLOPS -> fp16 claims are capped near that.
     ceiling = 1.05 * 11.34e12 / flops_per_unit("resnet50-train")
