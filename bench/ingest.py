@@ -43,6 +43,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlmodel import Session, select
 
 from service.auth import create_api_key
+from service.catalog.llm import decode_bytes_floor_of
 from service.catalog.peaks import peak_rates
 from service.catalog.seed import seed
 from service.core.db import make_engine
@@ -157,16 +158,20 @@ def load_catalog(session: Session, rng: np.random.Generator) -> Catalog:
 
 
 def typical_group(gpu: Gpu, workload: Workload, rng: np.random.Generator) -> Group:
-    """A (GPU, workload) pair running at 30-50% of the peak the physics gate allows."""
+    """A (GPU, workload) pair running at 30-50% of the ceiling the physics gate allows: its
+    compute peak, and for a decode workload of a catalog model file its bandwidth ceiling."""
     assert workload.flops_per_unit is not None
-    peak = peak_tflops(peak_rates(gpu), workload.precision) * 1e12
+    ceiling = peak_tflops(peak_rates(gpu), workload.precision) * 1e12 / workload.flops_per_unit
+    bytes_per_unit = decode_bytes_floor_of(workload.model, workload.quant, workload.phase)
+    if bytes_per_unit:
+        ceiling = min(ceiling, gpu.memory_bandwidth_gbs * 1e9 / bytes_per_unit)
     fraction = rng.uniform(*PEAK_FRACTION)
     return Group(
         gpu=gpu.slug,
         workload=workload.slug,
         precision=workload.precision,
         batch_size=int(rng.choice(BATCH_SIZES)),
-        typical=fraction * peak / workload.flops_per_unit,
+        typical=fraction * ceiling,
     )
 
 

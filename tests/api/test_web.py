@@ -51,6 +51,26 @@ def test_front_page_has_a_labelled_get_form_and_accessible_charts(client):
     assert "<script" not in response.text and "http://" not in response.text.split("<main>")[0]
 
 
+def test_a_model_ask_on_the_page_shows_what_recommend_answers_for_it(client):
+    """The form's model fields ask what /recommend?model=... answers (the workload select,
+    which the form always sends, gives way to the model), named in the table's caption."""
+    ask = {"budget": 5000, "model": "llama-3.1-70b", "task": "inference", "quant": "q4_k_m"}
+    response = client.get("/", params=ask | {"workload": "llm-train", "context": ""})
+    assert response.status_code == 200
+    api = client.get("/recommend", params=ask).json()["recommendations"]
+    assert api
+    shown = re.findall(r'<td>(\d+) x <a href="/gpu/([a-z0-9-]+)">', response.text)
+    assert shown == [(str(r["count"]), r["gpu"]) for r in api]
+    assert "for llama-3.1-70b inference (q4_k_m" in response.text
+    page = Page(response.text)
+    assert {"model", "task", "quant", "context", "batch"} <= {
+        a["name"] for a in page.all("input") + page.all("select") if a.get("name")
+    }
+    assert any("selected" in a for a in page.all("option", value="llama-3.1-70b"))
+    typo = client.get("/", params=ask | {"model": "lama-3.1-70b"})
+    assert typo.status_code == 404 and "llama-3.1-70b" in typo.text
+
+
 def test_results_table_shows_what_recommend_answers(client):
     html = client.get("/", params=ASK).text
     api = client.get("/recommend", params=ASK).json()["recommendations"]

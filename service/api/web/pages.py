@@ -17,19 +17,30 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from service.api.asks import recommendation_ask
+from service.api.asks import (
+    MODEL_ASK_PARAMS,
+    ask_for,
+    check_ask_kind,
+    llm_limits,
+    recommendation_ask,
+)
 from service.api.deps import EngineDep, ReadModelDep
 from service.api.web import gpu_page
 from service.api.web.index import charts_for, fmt
+from service.catalog import llm as llm_catalog
 from service.catalog.lookup import by_slugs
-from service.core.errors import SHOWN_SLUG_CHARS, InvalidInput
+from service.core.errors import SHOWN_SLUG_CHARS, InvalidInput, NotFound
 from service.models import Gpu, Workload
+from service.read_model import llm as llm_rows
+from service.read_model.reads import ReadModel
 from service.schemas.queries import RecommendQuery
+from service.schemas.rankings import RankingItem, Recommendation
 from service.schemas.tco import CostQuery
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 templates.env.filters["fmt"] = fmt
+MODEL_FIELDS = ("model", "task", "quant", "context", "batch")  # a language-model ask
 FORM_FIELDS = (
     "budget",
     "workload",
@@ -45,7 +56,9 @@ FORM_FIELDS = (
     "platform_usd",
     "host_power_w",
     "max_power_w",
+    *MODEL_FIELDS,
 )
+TASKS = ("inference", "lora", "qlora", "full-finetune")
 
 
 def _workloads(engine: Engine) -> list[Workload]:
@@ -56,6 +69,8 @@ def _workloads(engine: Engine) -> list[Workload]:
 @router.get("/", response_class=HTMLResponse)
 async def index(request: Request, read_model: ReadModelDep, engine: EngineDep) -> HTMLResponse:
     raw = {k: v for k, v in request.query_params.items() if k in FORM_FIELDS and v.strip()}
+    if "model" not in raw:  # the form always sends a task; without a model nothing reads it
+        raw = {k: v for k, v in raw.items() if k not in MODEL_FIELDS}
     workloads = await run_in_threadpool(_workloads, engine)
     errors: list[str] = []
     status = 200
@@ -68,17 +83,30 @@ async def index(request: Request, read_model: ReadModelDep, engine: EngineDep) -
             {k: v for k, v in raw.items() if k in CostQuery.model_fields}
         )
         if "budget" in raw:
-            query = RecommendQuery.model_validate(raw)
+            # a model ask names its model, not a workload (the form sends both)
+            asked = {k: v for k, v in raw.items() if k != "workload"} if "model" in raw else raw
+            query = RecommendQuery.model_validate(asked)
     except ValidationError as exc:
         errors = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         status = 422
     workload = raw.get("workload")
     charts: list[str] = []
     unit = ""
+    asked_for = ""
     try:
+        if query is not None and query.model is not None:
+            check_ask_kind(query.model_fields_set, MODEL_ASK_PARAMS)
+            items, hint, rows, asked_for = await _model_answer(read_model, query)
+            charts = charts_for(
+                rows, llm_rows.UNIT, costs, asked_for, read_model.settings.reference_gpu
+            )
+            context = _context(request, raw, costs, workloads, asked_for, items, hint)
+            context |= {"unit": llm_rows.UNIT, "charts": charts, "asked_for": asked_for}
+            return templates.TemplateResponse(request, "index.html", context)
         if query is not None:
             read = await read_model.recommendations(recommendation_ask(query))
             items, hint, unit = read.rows, read.hint, read.snapshot.workload.unit
+            asked_for = read.snapshot.workload.name
         condition = query.condition if query else raw.get("condition", "any")
         ranked = await read_model.rankings(
             workload,
@@ -100,20 +128,64 @@ async def index(request: Request, read_model: ReadModelDep, engine: EngineDep) -
     except InvalidInput as exc:
         errors += [str(e.get("msg")) for e in exc.errors]
         status = 422
-    context = {
-        "request": request,
-        "form": raw,
-        "costs": costs,
-        "workloads": workloads,
-        "workload": workload,
-        "items": items,
-        "hint": hint,
+    except NotFound as exc:  # an unknown model: its closest names, as the API answers them
+        close = f" (closest: {', '.join(exc.suggestions)})" if exc.suggestions else ""
+        errors.append(f"{exc.detail}{close}")
+        status = 404
+    context = _context(request, raw, costs, workloads, workload, items, hint)
+    context |= {
         "asked": query is not None,
         "unit": unit,
         "charts": charts,
         "errors": errors,
+        "asked_for": asked_for,
     }
     return templates.TemplateResponse(request, "index.html", context, status_code=status)
+
+
+def _context(
+    request: Request,
+    raw: dict[str, str],
+    costs: CostQuery,
+    workloads: list[Workload],
+    workload: str | None,
+    items: list[Any],
+    hint: str | None,
+) -> dict[str, Any]:
+    """What every answer of the page shows: the form as asked, its choices, and the rows."""
+    return {
+        "request": request,
+        "form": raw,
+        "costs": costs,
+        "workloads": workloads,
+        "models": list(llm_catalog.models()),
+        "tasks": TASKS,
+        "workload": workload,
+        "items": items,
+        "hint": hint,
+        "asked": True,
+        "errors": [],
+    }
+
+
+async def _model_answer(
+    read_model: ReadModel, q: RecommendQuery
+) -> tuple[list[Recommendation], str | None, list[RankingItem], str]:
+    """A model ask, as GET /recommend?model=... answers it (rows and hint), with the model's
+    one-configuration-per-GPU ranking for the charts and the words naming the ask."""
+    assert q.model is not None
+    ask = ask_for(q.model, q.task, q.quant, q.context, q.batch, q.gradient_checkpointing)
+    read = await read_model.llm(q.condition, ask, q.allow_stale)
+    items, hint = llm_rows.recommendation_rows(ask, read.data, llm_limits(q), q.framework, q.limit)
+    reference = read_model.settings.reference_gpu
+    llm_rows.relative_to(items, ask, read.data, q.framework, reference)
+    pool = llm_rows.Pool(q.stack, q.min_memory_gb or 0.0)
+    rows = llm_rows.ranking_rows(
+        ask, read.data, q.max_gpus, q.framework, "performance", pool, q.settings()
+    )
+    llm_rows.relative_to(rows, ask, read.data, q.framework, reference)
+    words = f"{ask.model.slug} {ask.task} ({ask.quant.name}, context {ask.context})"
+    return items, hint, rows, words
 
 
 def _closest_gpus(engine: Engine, slug: str) -> list[str]:
