@@ -55,7 +55,7 @@ def breakdown(
         counts = [n for n in range(1, MAX_GPUS + 1) if memory.split_fits(spec, n, split)]
         why = (
             f"tensor parallelism, which needs its {spec.heads} attention heads divisible by "
-            "the GPU count"
+            f"the GPU count, and its {spec.kv_heads} KV heads divisible by it or it by them"
             if split == "tensor"
             else f"{'layers' if split == 'layer' else 'blocks'}, at least one of its "
             f"{spec.layers} per GPU"

@@ -569,10 +569,16 @@ def total_over_gpus(model: ModelSpec, per_gpu: MemoryBreakdown) -> float:
 def split_fits(model: ModelSpec, gpus: int, split: SplitMode) -> bool:
     """Whether `gpus` GPUs can share the model as `split` says: tensor parallelism gives each
     GPU whole attention heads, so it needs the heads divisible by the count (vLLM and
-    Megatron refuse others); a layer split, or sharded data parallel, takes any count up to
-    the number of layers."""
+    Megatron refuse others), and whole KV heads, split evenly or each copied to a whole number
+    of GPUs (vLLM's QKVParallelLinear divides the KV heads by the count, or the count by
+    them: Phi-4's 10 KV heads go on 2, 5 or 10 GPUs, not 4 or 8); an MLA model's latent KV is
+    copied to every GPU. A layer split, or sharded data parallel, takes any count up to the
+    number of layers."""
     if split == "tensor":
-        return model.heads % gpus == 0
+        if model.heads % gpus:
+            return False
+        kv = model.kv_heads
+        return model.is_mla or (kv % gpus == 0 if gpus <= kv else gpus % kv == 0)
     return gpus <= model.layers  # a layer each at least; a sharded model: a block each at least
 
 

@@ -96,6 +96,12 @@ def test_a_tensor_split_lists_the_gpu_counts_that_divide_the_heads(client):
     answer = client.get("/memory", params={"model": "llama-3.1-70b", "gpus": 3})
     (error,) = answer.json()["detail"]
     assert error["allowed"] == [1, 2, 4, 8, 16, 32, 64]
+    # Phi-4: 40 heads, 10 KV heads: each GPU takes whole KV heads, or a whole copy of one
+    phi = client.get("/memory", params={"model": "phi-4", "gpus": 4})
+    assert phi.status_code == 422 and phi.json()["detail"][0]["allowed"] == [1, 2, 5, 10, 20, 40]
+    rows = client.get("/recommend", params={"budget": 5000, "model": "phi-4", "limit": 50})
+    assert rows.json()["recommendations"]
+    assert {r["count"] for r in rows.json()["recommendations"]} <= {1, 2, 5, 10, 20, 40}
     layered = client.get("/memory", params={"model": "llama-3.1-70b", "quant": "q4_k_m", "gpus": 3})
     assert layered.status_code == 200 and layered.json()["split"] == "layer"
 
