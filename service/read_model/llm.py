@@ -806,7 +806,7 @@ def _price_info(gpu: GpuRow, data: LlmData) -> PriceInfo | None:
     )
 
 
-def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings) -> float | None:
+def platform_extra(o: LlmOption, data: LlmData, costs: CostSettings | None) -> float | None:
     """The box `o.count` cards need beyond a one-GPU PC (service/domain/tco.py, Budget);
     0 for one GPU, for whole platforms and complete computers, and when the caller prices the
     platform (`platform_usd`); None where no sourced box holds them (the budget then counts the
@@ -1388,7 +1388,12 @@ def ranking_rows(
                 rank=0,
                 mad=None,
                 price=_price_info(o.gpu, data),
-                perf_per_dollar=o.throughput / total if total else None,
+                # per USD of the GPUs and the box several need, as /recommend's rows count it
+                perf_per_dollar=(
+                    per_dollar_spent(o.throughput, total, platform_extra(o, data, costs))
+                    if total
+                    else None
+                ),
                 **_row_fields(o),
                 **(cost.fields() if cost is not None else {}),
             )

@@ -46,7 +46,9 @@ class AnswerRow(BaseModel):
         description="Reference GPU = 1.0 (a model ask: at the fewest reference GPUs that hold it)."
     )
     perf_per_dollar: float | None = Field(
-        description="units/s per USD of the current price; None when stale or unknown."
+        description="units/s per USD of the current price (a model ask's configuration of N "
+        "GPUs: of the N GPUs and the box they need over a one-GPU PC, as /recommend counts "
+        "it); None when stale or unknown."
     )
     count: int = Field(
         1,

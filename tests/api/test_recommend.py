@@ -472,6 +472,20 @@ def test_a_llama_bench_workload_never_sells_n_gpus_for_one_decode_stream(client,
     assert ratio == pytest.approx(120.0 / 130.0)  # the measured 4-GPU split, not ~3x
 
 
+def test_a_model_ranking_and_recommend_agree_on_perf_per_dollar_of_a_configuration(client):
+    """The same N-GPU configuration of a model ask has one perf per dollar, the box included,
+    in /rankings and /recommend."""
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m"}
+    ranked = client.get("/rankings", params=ask).json()["items"]
+    recs = client.get("/recommend", params=ask | {"budget": 10**5, "limit": 50}).json()
+    by_config = {(r["gpu"], r["count"]): r for r in recs["recommendations"]}
+    shared = [r for r in ranked if (r["gpu"], r["count"]) in by_config and r["count"] > 1]
+    assert shared
+    for r in shared:
+        mine = by_config[(r["gpu"], r["count"])]
+        assert r["perf_per_dollar"] == pytest.approx(mine["perf_per_dollar"], rel=1e-6), r["gpu"]
+
+
 def test_several_complete_computers_are_offered_for_independent_jobs_only(client):
     """Mac Studios on one job would be linked by a network no profile here measures: parallel
     mode offers one, independent mode copies of it; an LLM ask holds its model in one."""
