@@ -31,6 +31,7 @@ from service.read_model.costing import (
     ranked_by_cost,
 )
 from service.read_model.snapshot import Snapshot
+from service.schemas.queries import MAX_GPUS
 from service.schemas.rankings import (
     PriceInfo,
     RankingItem,
@@ -188,7 +189,8 @@ def _split_hint(
     ]
     words = f"nothing that holds {together_gb:g} GB over up to {ask.max_gpus} GPU(s)"
     if not holding:
-        return f"{words} (a llama.cpp layer split) is priced; raise max_gpus"
+        more = "; raise max_gpus" if ask.max_gpus < MAX_GPUS else ""
+        return f"{words} (a llama.cpp layer split) is priced{more}"
     cheapest = min(holding, key=lambda c: (c.total_price + (extra(c) or 0.0), c.candidate.slug))
     p = cheapest.candidate.price
     assert p is not None  # ranked configurations are priced

@@ -539,6 +539,11 @@ def test_a_model_file_too_big_for_one_gpu_is_offered_split_over_the_fewest_that_
     small = client.get("/recommend", params=ask | {"budget": 500}).json()
     assert small["recommendations"] == []
     assert f"holds {need:g} GB over up to 4 GPU(s)" in small["hint"]
+    one = client.get("/recommend", params=ask | {"max_gpus": 1, "stack": "oneapi"}).json()
+    assert one["recommendations"] == [] and "raise max_gpus" in one["hint"]
+    f16 = {"workload": "llama-3-70b-f16-tg512", "stack": "oneapi", "max_gpus": 8}
+    most = client.get("/recommend", params=ask | f16).json()  # 8 x 12-24 GB < 141 GB
+    assert most["recommendations"] == [] and "raise max_gpus" not in most["hint"], most["hint"]
 
 
 def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload(client):
