@@ -117,6 +117,7 @@ class GpuRow:
     # the newest price whatever its age, shown (stale: true) where no usable price exists, as
     # fixed-workload rankings show it; it never ranks, prices a budget or a cost of ownership
     shown_price: PriceObservation | None = None
+    architecture: str = ""
 
 
 @dataclass(frozen=True)
@@ -379,6 +380,7 @@ def load(
                 g.stack,
                 g.status,
                 price or shown_price(observed, condition, today, in_production),
+                g.architecture,
             )
         )
     slug_of = {g.id: g.slug for g in gpus}
@@ -586,6 +588,8 @@ def _options(
     for gpu in data.gpus:
         if (priced_only and gpu.price is None) or not pool.admits(gpu):
             continue
+        if not runs_format(gpu, ask):
+            continue
         # a complete computer holds the model alone; copies of it serve independently
         # (with_replicas), several on one job are not modelled (availability.purchase_counts)
         most = 1 if gpu.sold_as == SYSTEM else max_gpus
@@ -622,6 +626,28 @@ def _options(
             stack_measured=reference is None or reference[1].stack_measured,
         )
     return list(out.values())
+
+
+# NVIDIA architectures without FP8 tensor cores that run FP8 weights as weight-only W8A16
+# (FP8 Marlin, compute capability 7.5 to 8.7): vLLM docs, features/quantization/fp8 ("FP8
+# models will run on compute capability >= 7.5 (Turing) as weight-only W8A16"), dense models
+# only ("vLLM supports FP8 MoE models only on Ada Lovelace or Hopper GPUs (>= SM 89)", Red Hat
+# AI on huggingface.co/neuralmagic/DeepSeek-Coder-V2-Instruct-FP8, discussion 1).
+FP8_WEIGHT_ONLY_ARCHITECTURES = frozenset({"turing", "ampere"})
+
+
+def runs_format(gpu: GpuRow, ask: llm_fit.Ask) -> bool:
+    """Whether a runtime runs the ask's weight format on the GPU: an FP8 format needs FP8
+    tensor cores, except for inference of a dense model on NVIDIA Turing or Ampere (weight-only,
+    at the 16-bit rate). An RX 7900 XTX was offered for FP8 (torch._scaled_mm needs MI300 or
+    newer on ROCm), and an A100 for DeepSeek-V3 in FP8."""
+    if ask.quant.compute_precision != "fp8" or gpu.rates.fp8_tensor:
+        return True
+    return (
+        gpu.architecture in FP8_WEIGHT_ONLY_ARCHITECTURES
+        and ask.task == "inference"
+        and not ask.model.is_moe
+    )
 
 
 def _reference_estimate(kind: str, data: LlmData, slug: str) -> tuple[str, Estimate] | None:

@@ -923,3 +923,23 @@ def test_the_no_fit_hint_asks_for_more_gpus_only_below_the_most_allowed(client):
     assert "smaller quant or context" in at_most["hint"]
     fewer = client.get("/recommend", params=ask | {"max_gpus": 2}).json()
     assert fewer["recommendations"] == [] and "raise max_gpus" in fewer["hint"]
+
+
+def test_fp8_weights_are_offered_where_a_runtime_runs_them(client):
+    """FP8 weights run on FP8 tensor cores, or weight-only (FP8 Marlin) on NVIDIA Turing and
+    Ampere for a dense model's inference; never on an RX 7900 XTX, nor an MoE model on Ampere."""
+    specs = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
+
+    def offered(ask):
+        rows = client.get("/rankings", params=ask | {"quant": "fp8", "condition": "any"})
+        assert rows.status_code == 200, rows.text
+        return {r["gpu"] for r in rows.json()["items"]}
+
+    dense = offered({"model": "llama-3.1-8b"})
+    assert "amd-rx-7900-xtx" not in dense
+    assert "nvidia-rtx-3090" in dense  # Ampere: weight-only
+    for slug in dense:
+        spec = specs[slug]
+        assert spec["fp8_tensor_tflops"] or spec["architecture"] in ("turing", "ampere"), slug
+    moe = offered({"model": "mixtral-8x7b"})
+    assert moe and all(specs[s]["fp8_tensor_tflops"] for s in moe)
