@@ -92,6 +92,28 @@ def test_memory_errors_name_the_field_and_unknown_models_suggest(client, params,
         assert response.json()["detail"][0]["loc"] == ["query", field]
 
 
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"task": "inference", "optimizer": "sgd"}, "optimizer"),
+        ({"task": "inference", "lora_rank": 64}, "lora_rank"),
+        ({"task": "inference", "gradient_checkpointing": "false"}, "gradient_checkpointing"),
+        ({"task": "full-finetune", "lora_rank": 64}, "lora_rank"),
+        ({"task": "full-finetune", "kv_bits": 8}, "kv_bits"),
+    ],
+)
+def test_memory_refuses_a_parameter_the_task_does_not_read(client, params, field):
+    """An echo of optimizer=sgd on an inference ask read as if it had counted."""
+    response = client.get("/memory", params={"model": "llama-3.1-8b", **params})
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["query", field] and error["type"] == "not_applicable"
+    read = {"lora": {"lora_rank": 64}, "inference": {"kv_bits": 8}}
+    for task, given in read.items():
+        ok = client.get("/memory", params={"model": "llama-3.1-8b", "task": task, **given})
+        assert ok.status_code == 200, ok.text
+
+
 def test_a_tensor_split_lists_the_gpu_counts_that_divide_the_heads(client):
     answer = client.get("/memory", params={"model": "llama-3.1-70b", "gpus": 3})
     (error,) = answer.json()["detail"]
