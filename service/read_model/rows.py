@@ -491,14 +491,19 @@ def _may_be_kept_out(
         reason = exclusion(c.slug, c.availability, max_gpus)
         if reason is None and not _stale_or_unpriced_unit(c):
             continue
-        if c.price is None and c.shown_price is not None and c.availability.unit_gpus <= 1:
-            by_count = [
-                snapshot.configuration(ask.mode, ask.framework, c, n).throughput
-                for n in purchase_counts(c.availability, max_gpus, ask.mode == "parallel")
-            ]
-        else:
-            by_count = [_unit_throughput(c)]
-        kept_out.append((c, reason, tuple(by_count)))
+        older_priced_card = (
+            c.price is None and c.shown_price is not None and c.availability.unit_gpus <= 1
+        )
+        counts = (
+            purchase_counts(c.availability, max_gpus, ask.mode == "parallel")
+            if older_priced_card
+            else []
+        )
+        by_count = [
+            snapshot.configuration(ask.mode, ask.framework, c, n).throughput for n in counts
+        ]
+        # one unit stands for anything else, and for a cloud-only GPU, which has no count to buy
+        kept_out.append((c, reason, tuple(by_count or [_unit_throughput(c)])))
     return sorted(kept_out, key=lambda kept: (-max(kept[2]), kept[0].slug))
 
 

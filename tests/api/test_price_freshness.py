@@ -199,3 +199,14 @@ def test_a_card_whose_older_price_buys_several_that_beat_the_first_answer_is_nam
     ).json()["throughput"]
     assert first["count"] > 1 and one < first["throughput"]  # one card alone would not be named
     assert "nvidia-l40s (newest $1,000 from" in (answer["hint"] or ""), answer["hint"]
+
+
+def test_an_old_purchase_price_on_a_cloud_only_gpu_leaves_the_answer_whole(fresh_client, keys):
+    """A purchase price recorded for a GPU sold only as a cloud rental (the A10G) is no count
+    of it a buyer can take: the kept-out hint must not be built on an empty list of counts."""
+    _price(fresh_client, keys.auth(keys.admin), "nvidia-a10g", 900, "used", 400)
+    for mode in ("parallel", "independent"):
+        params = {"budget": 1500, "workload": "resnet50-train", "mode": mode}
+        response = fresh_client.get("/recommend", params=params)
+        assert response.status_code == 200, response.text
+        assert "nvidia-a10g" not in {r["gpu"] for r in response.json()["recommendations"]}
