@@ -50,13 +50,19 @@ def platform_included(sold_as: str, unit_gpus: int) -> str | None:
     return None
 
 
+def most_on_one_job(sold_as: str, max_gpus: int) -> int:
+    """The most GPUs sold as `sold_as` that one job may run on together: a complete computer
+    alone (module docstring), anything else up to `max_gpus`."""
+    return min(max_gpus, 1) if sold_as == SYSTEM else max_gpus
+
+
 def purchase_counts(availability: Availability, max_gpus: int, one_job: bool = False) -> list[int]:
     """GPU counts that can be bought with at most `max_gpus` GPUs (multiples of the unit); for
-    `one_job` (GPUs that run one job together) a complete computer only alone."""
+    `one_job` (GPUs that run one job together) as many as `most_on_one_job` allows."""
     if not availability.purchasable:
         return []
-    if one_job and availability.sold_as == SYSTEM:
-        return [1] if max_gpus >= 1 else []
+    if one_job:
+        max_gpus = most_on_one_job(availability.sold_as, max_gpus)
     unit = max(availability.unit_gpus, 1)
     return list(range(unit, max_gpus + 1, unit))
 

@@ -5,6 +5,7 @@ vocabulary.COMPUTE_PRECISION (the same table the estimators use). fp4: the catal
 column yet, so an fp4 run's ceiling is the fastest unit it certainly has (fp8 and below).
 """
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -83,17 +84,21 @@ def exceeds_peak(
     return implied > PEAK_TOLERANCE * peak_tflops(rates, precision)
 
 
+def bandwidth_ceiling(bandwidth_gbs: float, bytes_per_unit: float | None) -> float:
+    """Units/s one GPU could do reading the least bytes a unit needs (a decode token's layer
+    weights, llm_fit.decode_bytes_floor) at its datasheet bandwidth; inf where none is stated."""
+    if not bytes_per_unit or bytes_per_unit <= 0 or bandwidth_gbs <= 0:
+        return math.inf
+    return bandwidth_gbs * 1e9 / bytes_per_unit
+
+
 def exceeds_bandwidth(
     value: float, bytes_per_unit: float | None, gpu_count: int, bandwidth_gbs: float
 ) -> bool:
-    """A decode result faster than reading the layer weights of a token at the datasheet
-    bandwidth allows (with the peak's tolerance; N GPUs at most N times one, as a tensor
-    split would be): `bytes_per_unit` is the least a token reads (llm_fit.decode_bytes_floor),
-    None where the workload states none. Shipped decode results reach at most 81% of it."""
-    if not bytes_per_unit or bandwidth_gbs <= 0:
-        return False
-    ceiling = gpu_count * bandwidth_gbs * 1e9 / bytes_per_unit
-    return value > PEAK_TOLERANCE * ceiling
+    """A decode result faster than `bandwidth_ceiling` allows (with the peak's tolerance; N
+    GPUs at most N times one, as a tensor split would be). Shipped decode results reach at most
+    81% of it."""
+    return value > PEAK_TOLERANCE * gpu_count * bandwidth_ceiling(bandwidth_gbs, bytes_per_unit)
 
 
 # --- Peers check (issue 11 section 4) -------------------------------------------------------

@@ -145,12 +145,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal, TypeVar
 
 import numpy as np
 
+from service.domain import plausibility
 from service.domain.estimate import BYTES_PER_PARAM
 
 RESOURCES: tuple[str, ...] = ("tensor", "vector", "memory", "capacity")
@@ -825,9 +826,7 @@ class FittedModel:
         twin = _twin(fits, wls, wl)
         shape = _shape(fits, wls, wl, per_flop=True) if wl.flops_per_unit else None
         if twin is not None:
-            x = np.array([*twin.work, twin.overhead_s])
-            q = twin.half_width
-            fits[wl.slug] = WorkloadFit(wl.slug, *_split(x), "borrowed", 0, q, twin.loo_log_errors)
+            fits[wl.slug] = _borrowed(twin, wl.slug, twin.half_width)
         elif shape is not None and wl.flops_per_unit:
             x = shape * wl.flops_per_unit
             nnls_fitted = [wls[k] for k in fits if fits[k].method == "nnls"]
@@ -877,9 +876,7 @@ def bandwidth_ceiling(spec: GpuSpec, wl: WorkloadSpec) -> float:
     little bandwidth where its siblings' efficiency says, which passed it: the DGX Spark's band
     on Llama 3 70B Q4_K_M tg512 reached 8.4 tokens/s on 273 GB/s, where 41 GB of layer weights
     per token allow 6.6."""
-    if not wl.bytes_per_unit or wl.bytes_per_unit <= 0 or spec.bandwidth_gbs <= 0:
-        return math.inf
-    return spec.bandwidth_gbs * 1e9 / wl.bytes_per_unit
+    return plausibility.bandwidth_ceiling(spec.bandwidth_gbs, wl.bytes_per_unit)
 
 
 def physics_ceiling(spec: GpuSpec, wl: WorkloadSpec) -> float:
@@ -950,6 +947,11 @@ def _twin(
         ):
             return f
     return None
+
+
+def _borrowed(twin: WorkloadFit, workload: str, half_width: float) -> WorkloadFit:
+    """`twin`'s work terms and leave-one-out errors as `workload`'s borrowed fit."""
+    return replace(twin, workload=workload, method="borrowed", n_gpus=0, half_width=half_width)
 
 
 def _shape(
@@ -1135,8 +1137,7 @@ def _fit_workloads(
             continue
         twin = _twin(fits, wls, wl)
         if twin is not None:
-            x = np.array([*twin.work, twin.overhead_s])
-            fits[w] = WorkloadFit(w, *_split(x), "borrowed", 0, math.nan, twin.loo_log_errors)
+            fits[w] = _borrowed(twin, w, math.nan)
             continue
         if not wl.flops_per_unit:
             continue

@@ -73,15 +73,10 @@ def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
         workload.unit,
         tm.FP16_ACCUMULATE if fp16_accumulate and precision == "fp16" else "",
         workload.suite,
-        _decode_bytes_floor(workload),
+        # the bandwidth ceiling of its estimates: the layer weights a decode token reads
+        llm_catalog.decode_bytes_floor_of(workload.model, workload.quant, workload.phase),
         workload.slug,
     )
-
-
-def _decode_bytes_floor(workload: Workload) -> float | None:
-    """The layer weights a decode token of the workload's model file reads: the bandwidth
-    ceiling of its estimates."""
-    return llm_catalog.decode_bytes_floor_of(workload.model, workload.quant, workload.phase)
 
 
 def _calibrations(session: Session) -> dict[int, dict[str, float]]:

@@ -59,7 +59,7 @@ from service.catalog import llm
 from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
-from service.domain.availability import SYSTEM, platform_included
+from service.domain.availability import most_on_one_job, platform_included
 from service.domain.estimate import Estimate, counted, figure, unmeasured_stack_note
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import (
@@ -591,9 +591,8 @@ def _options(
         if not runs_format(gpu, ask):
             continue
         # a complete computer holds the model alone; copies of it serve independently
-        # (with_replicas), several on one job are not modelled (availability.purchase_counts)
-        most = 1 if gpu.sold_as == SYSTEM else max_gpus
-        count = llm_fit.gpus_needed(ask, gpu.memory_gb, most)
+        # (with_replicas)
+        count = llm_fit.gpus_needed(ask, gpu.memory_gb, most_on_one_job(gpu.sold_as, max_gpus))
         if count is None:
             continue
         m = measured.get((gpu.slug, count))

@@ -4,6 +4,7 @@
 answer with these rows, so a field means the same in every answer.
 """
 
+import math
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -182,19 +183,19 @@ def _split_hint(
 ) -> str:
     """Why no configuration holds a model split over its GPUs within the budget, and the
     cheapest that would (GPUs plus the box several need)."""
-    holding = [
-        c
-        for c in ranked
-        if c.candidate.memory_gb >= min_memory_gb and c.candidate.memory_gb * c.count >= together_gb
-    ]
+    holding = within_budget(ranked, math.inf, min_memory_gb, len(ranked) or 1, extra, together_gb)
     words = f"nothing that holds {together_gb:g} GB over up to {ask.max_gpus} GPU(s)"
     if not holding:
         more = "; raise max_gpus" if ask.max_gpus < MAX_GPUS else ""
         return f"{words} (a llama.cpp layer split) is priced{more}"
-    cheapest = min(holding, key=lambda c: (c.total_price + (extra(c) or 0.0), c.candidate.slug))
+
+    def paid(c: Configuration) -> float:
+        return c.total_price + (extra(c) or 0.0)
+
+    cheapest = min(holding, key=lambda c: (paid(c), c.candidate.slug))
     p = cheapest.candidate.price
     assert p is not None  # ranked configurations are priced
-    cost = cheapest.total_price + (extra(cheapest) or 0.0)
+    cost = paid(cheapest)
     return (
         f"{words} (a llama.cpp layer split) fits ${ask.budget:,.0f}; the cheapest is "
         f"{cheapest.count} x {cheapest.candidate.slug} at ${cost:,.0f} with the box several "
