@@ -12,7 +12,8 @@ free two-exponent fit extrapolates wildly. The error band is the leave-one-out R
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -92,10 +93,41 @@ class Estimate:
     band: float = 0.8  # nominal coverage of low..high
     frameworks: tuple[str, ...] = ()  # of the measured results, when measured (llm.c, pytorch)
     stack_measured: bool = True  # False: no GPU of its stack measured at this phase of work
+    precision: str = ""  # the precision the figure is at where it is not the asked one
 
     @property
     def relative_error(self) -> float:
         return (self.high - self.low) / (2 * self.value) if self.value else 0.0
+
+
+def with_fp16_fallback(
+    bf16: Mapping[str, Estimate],
+    fp16: Mapping[str, Estimate],
+    without_bf16_units: AbstractSet[str],
+) -> dict[str, Estimate]:
+    """Mixed-precision training where a GPU has no bf16 units: at fp16, as training scripts
+    do (karpathy/nanoGPT train.py: bfloat16 where torch.cuda.is_bf16_supported(), else float16
+    with a GradScaler). Asked at bf16 by default, a V100, T4 or RTX 2080 Ti was ranked at its
+    FP32 rate (bf16 runs through FP32 arithmetic there), below a GTX 1080 Ti, where fp16 runs
+    on its tensor cores. Such a GPU takes its fp16 figure where that is the higher (marked
+    `precision="fp16"`); every other GPU keeps its bf16 one."""
+    out = dict(bf16)
+    for slug in without_bf16_units:
+        half = fp16.get(slug)
+        if half is None:
+            continue
+        own = bf16.get(slug)
+        if own is None or half.value > own.value:
+            out[slug] = replace(half, precision="fp16")
+    return out
+
+
+def precision_note(precision: str) -> str:
+    """What a why adds for a figure at another precision than the asked one (Estimate.precision,
+    set by with_fp16_fallback), else ""."""
+    if not precision:
+        return ""
+    return f"; at {precision}: the GPU has no bf16 units, so mixed precision runs at fp16"
 
 
 def figure(value: float) -> str:

@@ -5,7 +5,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from service.domain.availability import Availability, purchase_counts
-from service.domain.estimate import Estimate, counted, figure, unmeasured_stack_note
+from service.domain.estimate import (
+    Estimate,
+    counted,
+    figure,
+    precision_note,
+    unmeasured_stack_note,
+)
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
 from service.domain.tco import no_box_phrase
@@ -271,7 +277,7 @@ def why_body(config: Configuration, unit: str, reference: str, extra: float | No
         scaling = f", {config.speedup:.2f}x one GPU ({config.scaling_basis})"
     else:
         scaling = ""
-    source = _basis_phrase(config, unit)
+    source = _basis_phrase(config, unit) + precision_note(cand.estimate.precision)
     return (
         f"{what} for ${config.total_price:,.0f}"
         f"{_platform_phrase(config, extra)}{scaling} gives "

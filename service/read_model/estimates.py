@@ -35,7 +35,7 @@ from service.catalog.peaks import CALIBRATED_RATE, peak_rates
 from service.domain import estimate as est
 from service.domain import throughput_model as tm
 from service.domain.plausibility import fp16_accumulate_tflops, peak_tflops
-from service.domain.vocabulary import PRECISIONS
+from service.domain.vocabulary import PRECISIONS, precisions_for
 from service.models import Aggregate, Calibration, Gpu, Result, Workload
 
 log = logging.getLogger(__name__)
@@ -275,6 +275,17 @@ class EstimateModel:
             slug: e for slug, e in found.items() if slug not in lacking or e.basis == "measured"
         }
 
+    def mixed_precision_estimates(self, workload: Workload) -> dict[str, est.Estimate]:
+        """Estimates at the workload's own precision as an ask that names none reads them
+        (mixed precision): a bf16 workload's GPUs without bf16 units at fp16 where the
+        workload may run at fp16 (est.with_fp16_fallback)."""
+        found = self.estimates(workload, workload.precision)
+        fixed_format = workload.quant is not None
+        if workload.precision != "bf16" or "fp16" not in precisions_for("bf16", fixed_format):
+            return found
+        without = frozenset(g.slug for g in self.inputs.rows.values() if not g.bf16_tensor_tflops)
+        return est.with_fp16_fallback(found, self.estimates(workload, "fp16"), without)
+
     def _estimates(self, workload: Workload, precision: str) -> dict[str, est.Estimate]:
         spec = workload_spec(workload, precision)
         model = self._extended.get(spec.slug)
@@ -414,6 +425,13 @@ def estimate_model(session: Session) -> EstimateModel:
     return MODELS.get(session)
 
 
-def estimates_for(session: Session, workload: Workload, precision: str) -> dict[str, est.Estimate]:
-    """Every GPU's single-GPU estimate for (workload, precision), from the cached model."""
-    return estimate_model(session).estimates(workload, precision)
+def estimates_for(
+    session: Session, workload: Workload, precision: str | None
+) -> dict[str, est.Estimate]:
+    """Every GPU's single-GPU estimate for (workload, precision), from the cached model;
+    precision None: the workload's own, as an ask that names none reads it (mixed precision:
+    EstimateModel.mixed_precision_estimates)."""
+    model = estimate_model(session)
+    if precision is None:
+        return model.mixed_precision_estimates(workload)
+    return model.estimates(workload, precision)

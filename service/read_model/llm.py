@@ -60,7 +60,13 @@ from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.availability import most_on_one_job, platform_included
-from service.domain.estimate import Estimate, counted, figure, unmeasured_stack_note
+from service.domain.estimate import (
+    Estimate,
+    counted,
+    figure,
+    precision_note,
+    unmeasured_stack_note,
+)
 from service.domain.plausibility import PeakRates, peak_tflops
 from service.domain.prices import (
     PriceObservation,
@@ -253,7 +259,9 @@ def _train_reference(session: Session, precision: str) -> TrainReference | None:
     workload = session.exec(select(Workload).where(Workload.slug == TRAIN_REFERENCE)).first()
     if workload is None or not workload.flops_per_unit:
         return None
-    return TrainReference(workload.flops_per_unit, estimates_for(session, workload, precision))
+    # at the reference's own precision (bf16), GPUs without bf16 units train at fp16
+    own = None if precision == workload.precision else precision
+    return TrainReference(workload.flops_per_unit, estimates_for(session, workload, own))
 
 
 def _same_bytes(a: str, b: memory.Quantization) -> bool:
@@ -510,6 +518,9 @@ class LlmOption:
     replicas: int = 1  # > 1: independent copies of the model, each on count / replicas GPUs
     # False: scaled from an estimate whose GPU's stack has no result of that kind of work
     stack_measured: bool = True
+    # the precision of the estimate it is scaled from where not the asked one (fp16 on a GPU
+    # without bf16 units: estimate.with_fp16_fallback)
+    precision: str = ""
 
     def as_option(self) -> llm_fit.Option:
         price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
@@ -623,6 +634,7 @@ def _options(
             scaling_basis,
             m.workload if m else _reference_source(reference),
             stack_measured=reference is None or reference[1].stack_measured,
+            precision="" if reference is None else reference[1].precision,
         )
     return list(out.values())
 
@@ -884,6 +896,7 @@ def why(
         )
     if not o.stack_measured:
         source += "; " + unmeasured_stack_note(o.gpu.stack)
+    source += precision_note(o.precision)
     room = (
         f"room for context {o.headroom.max_context} at batch {ask.batch}, "
         f"batch {o.headroom.max_batch} at context {ask.context}"
@@ -992,6 +1005,7 @@ def _row_fields(o: LlmOption) -> dict[str, Any]:
         "sold_as": o.gpu.sold_as,
         "unit_gpus": o.gpu.unit_gpus,
         "perf_per_watt": per_watt(o.throughput, o.gpu.tdp_w, o.count),
+        "precision": o.precision or None,
     }
 
 

@@ -116,6 +116,7 @@ class ReadModel:
                     key.day,
                     settings.price_max_age_days,
                     key.allow_stale,
+                    mixed_precision=key.precision is None,
                 )
 
         return await run_in_threadpool(self.snapshots.get, key, build)

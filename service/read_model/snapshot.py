@@ -215,7 +215,11 @@ def build_snapshot(
     today: date,
     max_price_age_days: int,
     allow_stale: bool = False,
+    mixed_precision: bool = False,
 ) -> Snapshot:
+    """The snapshot of (workload, precision, condition); `mixed_precision`: the ask named no
+    precision, so a bf16 workload's GPUs without bf16 units are read at fp16
+    (EstimateModel.mixed_precision_estimates)."""
     gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
     slug_of = {g.id: g.slug for g in gpus}
     measured_multi: dict[tuple[str, int], est.Measurement] = {}
@@ -233,7 +237,11 @@ def build_snapshot(
                 agg.median, agg.n, agg.mad
             )
     try:
-        estimates = estimates_for(session, workload, precision)
+        estimates = estimates_for(
+            session,
+            workload,
+            None if mixed_precision and precision == workload.precision else precision,
+        )
     except Exception:  # one workload's bad data degrades that workload, never the service
         log.exception("estimates for %s/%s failed; serving none", workload.slug, precision)
         estimates = {}

@@ -42,6 +42,12 @@ class AnswerRow(BaseModel):
     )
     n: int = Field(description="Results behind a measured value; measured GPUs behind a fit.")
     band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")
+    precision: str | None = Field(
+        None,
+        description="The precision this row's figure is at where it is not the answer's: fp16 "
+        "for a GPU without bf16 units when a bf16 workload is asked without precision= (mixed "
+        "precision trains at fp16 there).",
+    )
     relative_performance: float | None = Field(
         description="Reference GPU = 1.0 (a model ask: at the fewest reference GPUs that hold it)."
     )

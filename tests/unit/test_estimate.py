@@ -296,3 +296,19 @@ def test_one_subnormal_result_does_not_drop_the_other_gpus():
     measured = {"a": est.Measurement(5e-324, 1, 0.0), "b": est.Measurement(700.0, 1, 0.0)}
     out = est.estimate_all(FLEET, measured, TRAIN)
     assert set(out) == {g.slug for g in FLEET}
+
+
+def _at(slug: str, value: float) -> est.Estimate:
+    return est.Estimate(slug, value, "estimated", 5, value * 0.8, value * 1.2, "nnls")
+
+
+def test_a_gpu_without_bf16_units_takes_its_fp16_figure_where_that_is_higher():
+    bf16 = {"v100": _at("v100", 10.0), "a100": _at("a100", 50.0), "p40": _at("p40", 8.0)}
+    fp16 = {"v100": _at("v100", 40.0), "a100": _at("a100", 60.0), "p40": _at("p40", 7.0)}
+    fp16["t4"] = _at("t4", 20.0)  # no bf16 figure at all
+    out = est.with_fp16_fallback(bf16, fp16, frozenset({"v100", "p40", "t4"}))
+    assert (out["v100"].value, out["v100"].precision) == (40.0, "fp16")
+    assert (out["t4"].value, out["t4"].precision) == (20.0, "fp16")
+    assert out["a100"] == bf16["a100"]  # it has bf16 units: its bf16 figure stays
+    assert out["p40"] == bf16["p40"]  # fp16 no faster there: bf16 stays
+    assert "no bf16 units" in est.precision_note("fp16") and est.precision_note("") == ""
