@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query
 
 from service.api.deps import CostQueryDep, ReadModelDep
 from service.domain.vocabulary import ConditionChoice, Precision
-from service.read_model.compare import comparison
+from service.read_model.compare import MAX_COUNT, comparison
 from service.read_model.reads import snapshot_key
 from service.schemas.tco import Comparison
 
@@ -19,7 +19,7 @@ async def compare(
     read_model: ReadModelDep,
     costs: CostQueryDep,
     gpu: Annotated[str, Query(min_length=1, max_length=64)],
-    count: Annotated[int, Query(ge=1, le=8)] = 1,
+    count: Annotated[int, Query(ge=1, le=MAX_COUNT)] = 1,
     workload: Annotated[str | None, Query(max_length=64)] = None,
     precision: Precision | None = None,
     condition: ConditionChoice = "any",

@@ -1,12 +1,53 @@
 """Rent or buy for one GPU configuration, from a snapshot: the same costing as /recommend."""
 
 from service.core.errors import InvalidInput
+from service.domain.availability import SYSTEM, purchase_counts
 from service.domain.matching import suggest
 from service.domain.prices import bought_used
+from service.domain.recommend import Candidate
 from service.domain.tco import CostSettings
 from service.read_model.rows import price_info
 from service.read_model.snapshot import Snapshot
 from service.schemas.tco import BuySide, CloudOfferOut, Comparison
+
+MAX_COUNT = 8  # the most GPUs /compare takes (its count query bound)
+
+
+def _check_holds(snapshot: Snapshot, cand: Candidate, count: int) -> None:
+    """422 on a configuration /recommend would never offer: a count that cannot be bought (not
+    a multiple of the unit a GPU is sold in; several complete computers on one job) or GPUs
+    that cannot hold the workload (a model file split by layers over them, else each GPU the
+    workload's memory)."""
+    avail = cand.availability
+    if avail.purchasable and count not in purchase_counts(avail, MAX_COUNT, one_job=True):
+        allowed = purchase_counts(avail, MAX_COUNT, one_job=True)
+        why = (
+            "a complete computer runs a job alone (several run independent jobs: "
+            "/recommend?mode=independent)"
+            if avail.sold_as == SYSTEM
+            else f"it is sold in units of {avail.unit_gpus} GPUs"
+        )
+        raise InvalidInput.one(
+            ("query", "count"),
+            f"{count} x {cand.slug} cannot be bought to run one job: {why}; count may be "
+            + ", ".join(str(n) for n in allowed),
+            "count_not_available",
+            allowed=allowed,
+        )
+    need = snapshot.workload.min_memory_gb
+    held = cand.memory_gb * count if snapshot.layer_split else cand.memory_gb
+    if held < need:
+        over = (
+            f"{count} x {cand.memory_gb:g} GB" if snapshot.layer_split else f"{cand.memory_gb:g} GB"
+        )
+        raise InvalidInput.one(
+            ("query", "count" if snapshot.layer_split else "gpu"),
+            f"{snapshot.workload.slug} needs {need:g} GB"
+            + (" over its GPUs" if snapshot.layer_split else " per GPU")
+            + f"; {over} cannot hold it",
+            "does_not_fit",
+            needed_gb=need,
+        )
 
 
 def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -> Comparison:
@@ -18,6 +59,7 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             "unknown_gpu",
             suggestions=suggest(slug, snapshot.by_slug),
         )
+    _check_holds(snapshot, cand, count)
     throughput = snapshot.configuration("parallel", "pytorch", cand, count).throughput
     offers = [
         CloudOfferOut(

@@ -145,7 +145,10 @@ class ReadModel:
         stack: str | None = None,
     ) -> Rows[RankingItem]:
         key, snapshot = await self._snapshot_for(workload, precision, condition, allow_stale)
-        min_memory = snapshot.workload.min_memory_gb if min_memory_gb is None else min_memory_gb
+        need = snapshot.workload.min_memory_gb
+        min_memory = need if min_memory_gb is None else min_memory_gb
+        if snapshot.layer_split:  # a row is one GPU: it must hold the model file, whatever is asked
+            min_memory = max(min_memory, need)
         return Rows(
             key, snapshot, ranking_rows(snapshot, min_memory, sort, costs, stack), min_memory
         )

@@ -372,3 +372,45 @@ def test_a_model_split_over_several_cards_pays_for_their_box(client):
         r["count"] == 1 or r["total_price_usd"] < multi[-1]["total_price_usd"]
         for r in body["recommendations"]
     )
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "kind"),
+    [
+        # a 12 GB card cannot hold a 40 GB model file (llama.cpp splits it by layers over N)
+        (
+            {"gpu": "nvidia-rtx-3060", "workload": "llama-3-70b-q4_k_m-tg512"},
+            "count",
+            "does_not_fit",
+        ),
+        # a complete computer runs a job alone; several run independent jobs
+        ({"gpu": "apple-m3-ultra", "count": 4}, "count", "count_not_available"),
+        # sold as 8-GPU platforms only
+        ({"gpu": "nvidia-b200", "count": 3}, "count", "count_not_available"),
+    ],
+)
+def test_compare_refuses_what_recommend_would_never_offer(client, params, field, kind):
+    response = client.get("/compare", params=params)
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["detail"]
+    assert (error["loc"], error["type"]) == (["query", field], kind)
+
+
+def test_compare_takes_a_split_that_holds_the_model_and_a_whole_platform(client):
+    held = {"gpu": "nvidia-rtx-3090", "count": 2, "workload": "llama-3-70b-q4_k_m-tg512"}
+    assert client.get("/compare", params=held).status_code == 200
+    assert client.get("/compare", params={"gpu": "nvidia-b200", "count": 8}).status_code == 200
+    assert client.get("/compare", params={"gpu": "apple-m3-ultra"}).status_code == 200
+
+
+def test_rankings_of_a_model_file_keep_its_memory_whatever_min_memory_gb_asks(client):
+    ask = {"workload": "llama-3-70b-q4_k_m-tg512"}
+    own = client.get("/rankings", params=ask).json()["items"]
+    loose = client.get("/rankings", params=ask | {"min_memory_gb": 0}).json()["items"]
+    assert own and [i["gpu"] for i in loose] == [i["gpu"] for i in own]
+    need = client.get("/workloads/llama-3-70b-q4_k_m-tg512").json()["min_memory_gb"]
+    assert all(i["memory_gb"] >= need for i in loose)
+    wider = client.get("/rankings", params={"workload": "resnet50-train", "min_memory_gb": 0})
+    assert len(wider.json()["items"]) > len(
+        client.get("/rankings", params={"workload": "resnet50-train"}).json()["items"]
+    )
