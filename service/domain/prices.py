@@ -31,8 +31,8 @@ class PriceObservation:
 
 
 def bought_used(price: PriceObservation | None) -> bool:
-    """Whether a configuration priced at `price` is bought used: it gets no resale from the
-    used/new price ratio (tco.py), and a used card never beats a new one (llm_fit)."""
+    """Whether a configuration priced at `price` is bought used: a used card never beats a new
+    one (llm_fit)."""
     return price is not None and price.condition == "used"
 
 

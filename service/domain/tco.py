@@ -6,14 +6,15 @@ Design decisions:
   a host's draw has no sourced default, so it counts 0 unless stated and `why` says so.
 - Energy is priced at a flat $/kWh; the default is the EIA's US residential average
   (DEFAULT_USD_PER_KWH), overridable per request.
-- Resale is a fraction of the purchase price at the end of the horizon: the caller's, else, for
-  a card bought new, the GPU's newest used/new price ratio where both are known (what a used
-  one fetches today), else 0 (stated in `why`). A card bought used gets 0 unless the caller
-  says otherwise: that ratio measures what a card loses by becoming used, which a used card has
-  already lost, and no sourced figure says what it fetches after the horizon. Applied to used
-  purchases, it credited a used RTX 5090 ($4,795, Sept 2026) with $4,373 back after 3 years
-  while a used RTX 3090, whose new price is stale, got $0: cost-of-ownership ranked by which
-  cards happened to have a fresh new price.
+- Resale is a fraction of the purchase price at the end of the horizon: the caller's, else
+  yearly retention ** horizon_years, new or used alike: a card loses value with age whoever owns
+  it. Yearly retention is the GPU's own where it has been on sale at least the horizon
+  (newest used price / launch price, to the power 1 / years since launch), else the median of
+  the cards on sale at least that long, else 0 (stated in `why`). The used/new price ratio it
+  replaces said what a card loses by becoming used, not by ageing, and whatever the horizon:
+  a new RTX 5090 was credited 91% back after 3 years (TCO $2,179 on $5,258) while the same card
+  bought used at $4,795 got nothing back (TCO $6,511). On the shipped prices the median over
+  the 11 cards on sale 3+ years is 0.885 a year (RTX 30 and 40, RX 7900, A10): 69% after 3.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
   that exists, never an interpolated one); no box that holds them means 0 and `why` says so; a
@@ -29,6 +30,7 @@ Design decisions:
 """
 
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -52,7 +54,7 @@ class CostSettings:
     horizon_years: float = 3.0
     hours_per_day: float = 8.0
     usd_per_kwh: float = DEFAULT_USD_PER_KWH
-    resale: float | None = None  # fraction of the purchase price; None = from used/new prices
+    resale: float | None = None  # fraction of the purchase price; None = yearly retention
     platform_usd: float | None = None  # replaces the platform table
     host_power_w: float | None = None  # added to the GPUs' TDP
 
@@ -69,6 +71,48 @@ class PlatformCost:
     usd: float
     psu_w: float | None
     source: str
+
+
+@dataclass(frozen=True)
+class PriceHistory:
+    """A GPU's newest used price as a fraction of its launch price, `age_years` after launch."""
+
+    fraction: float
+    age_years: float
+
+    @property
+    def yearly(self) -> float:
+        return self.fraction ** (1 / self.age_years)
+
+
+@dataclass(frozen=True)
+class Retention:
+    """The fraction of its value a card keeps per year, and what that rests on."""
+
+    yearly: float
+    basis: str
+
+
+def yearly_retention(
+    history: Mapping[str, PriceHistory], slug: str, horizon_years: float
+) -> Retention | None:
+    """The GPU's own yearly retention where it has been on sale at least `horizon_years`,
+    else the median of the cards that have; None where none has."""
+    own = history.get(slug)
+    if own is not None and own.age_years >= horizon_years:
+        return Retention(
+            own.yearly,
+            f"its used price {own.age_years:.1f} years after launch is {own.fraction:.0%} "
+            "of its launch price",
+        )
+    long = [h.yearly for h in history.values() if h.age_years >= horizon_years]
+    if not long:
+        return None
+    return Retention(
+        statistics.median(long),
+        f"median of the {len(long)} cards on sale {horizon_years:g}+ years, newest used "
+        "price against launch price",
+    )
 
 
 @dataclass(frozen=True)
@@ -160,9 +204,8 @@ def ownership(
     unit: str,
     settings: CostSettings,
     platform: PlatformCost | None,
-    used_new_ratio: float | None,
+    retention: Retention | None,
     included: str | None = None,
-    bought_used: bool = False,
 ) -> Ownership:
     """Cost of owning `count` GPUs bought for `price_usd` in all, over the settings' horizon;
     `included` says why the price already pays for the platform (none is added)."""
@@ -175,7 +218,7 @@ def ownership(
         notes.append(f"no platform counted: {included}")
     else:
         platform_usd = _platform(count, settings, platform, notes)
-    fraction = _resale_fraction(settings, used_new_ratio, notes, bought_used)
+    fraction = _resale_fraction(settings, retention, notes)
     resale_usd = price_usd * fraction
     total = tco(price_usd, platform_usd, energy_usd, resale_usd)
     units = throughput * settings.hours * 3600
@@ -265,19 +308,20 @@ def _platform(
 
 
 def _resale_fraction(
-    settings: CostSettings, used_new_ratio: float | None, notes: list[str], bought_used: bool
+    settings: CostSettings, retention: Retention | None, notes: list[str]
 ) -> float:
     if settings.resale is not None:
         return settings.resale
-    if bought_used:
-        notes.append("bought used: no sourced resale value after the horizon, counted as $0")
+    years = settings.horizon_years
+    if retention is None:
+        notes.append(f"no card on sale {years:g}+ years with a used price: resale counted as $0")
         return 0.0
-    if used_new_ratio is not None:
-        fraction = min(max(used_new_ratio, 0.0), 1.0)
-        notes.append(f"resale {fraction:.0%} of the price (newest used/new price ratio)")
-        return fraction
-    notes.append("no current used and new price to compare: resale counted as $0")
-    return 0.0
+    fraction = min(max(retention.yearly, 0.0) ** years, 1.0)
+    notes.append(
+        f"resale {fraction:.0%} of the price after {years:g} years (keeps "
+        f"{retention.yearly:.1%} a year: {retention.basis})"
+    )
+    return fraction
 
 
 def _unit_noun(unit: str) -> str:

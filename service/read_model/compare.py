@@ -3,7 +3,6 @@
 from service.core.errors import InvalidInput
 from service.domain.availability import SYSTEM, purchase_counts
 from service.domain.matching import suggest
-from service.domain.prices import bought_used
 from service.domain.recommend import Candidate
 from service.domain.tco import CostSettings
 from service.read_model.rows import price_info
@@ -85,7 +84,6 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             throughput,
             costs,
             cand.availability.platform_included,
-            bought_used(cand.price or cand.shown_price),  # the price unit_price shows
         )
         o = cost.ownership
         buy = BuySide(

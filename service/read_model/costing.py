@@ -14,6 +14,7 @@ from service.domain.tco import (
     ownership,
     platform_for,
     power_notes,
+    yearly_retention,
 )
 from service.read_model.ownership import CloudOffer, OwnershipData
 from service.schemas.rankings import AnswerRow, RankingItem, Recommendation
@@ -54,13 +55,11 @@ def costed(
     throughput: float,
     costs: CostSettings,
     included: str | None,
-    bought_used: bool,
 ) -> Costed:
     """`count` of GPU `slug` bought for `price_usd` in all, each drawing `tdp_w`, doing
     `throughput` `unit` per second: cost of ownership, cloud break-even and their account.
     `included`: why the price already pays for the platform (availability.platform_included),
-    required so that no caller forgets a Mac's or an HGX unit's box is in its price;
-    `bought_used`: the price is a used one (no resale from the used/new ratio: tco.py)."""
+    required so that no caller forgets a Mac's or an HGX unit's box is in its price."""
     o = ownership(
         price_usd,
         count,
@@ -69,9 +68,8 @@ def costed(
         unit,
         costs,
         platform_for(data.platforms, count, tdp_w),
-        data.used_new_ratio.get(slug),
+        yearly_retention(data.history, slug, costs.horizon_years),
         included,
-        bought_used,
     )
     notes = [*o.notes, *power_notes(o.draw_w)]
     offer = data.cheapest_cloud(slug)

@@ -1151,7 +1151,6 @@ def _costed(o: LlmOption, total: float, data: LlmData, costs: CostSettings) -> C
         o.throughput,
         costs,
         platform_included(o.gpu.sold_as, o.gpu.unit_gpus),
-        bought_used(o.gpu.price),
     )
 
 

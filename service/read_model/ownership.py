@@ -1,5 +1,6 @@
 """What cost of ownership needs from the database, loaded once per snapshot: the platform table,
-each GPU's newest used/new price ratio, and its current cloud offers (newest per provider)."""
+each GPU's newest used price against its launch price (tco.PriceHistory, what resale is
+estimated from), and its current cloud offers (newest per provider)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -7,8 +8,10 @@ from datetime import date
 
 from sqlmodel import Session, select
 
-from service.domain.tco import PlatformCost
+from service.domain.tco import PlatformCost, PriceHistory
 from service.models import Gpu, Platform, Price
+
+DAYS_PER_YEAR = 365.25
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class CloudOffer:
 @dataclass
 class OwnershipData:
     platforms: dict[int, PlatformCost] = field(default_factory=dict)
-    used_new_ratio: dict[str, float] = field(default_factory=dict)
+    history: dict[str, PriceHistory] = field(default_factory=dict)
     cloud: dict[str, list[CloudOffer]] = field(default_factory=dict)  # cheapest first
 
     def cheapest_cloud(self, slug: str) -> CloudOffer | None:
@@ -45,7 +48,8 @@ def load_ownership(
 ) -> OwnershipData:
     """The ownership data as of `today`, from `prices` where the caller has already read every
     price row (the result does not depend on their order), else read here."""
-    slug_of = {g.id: g.slug for g in session.exec(select(Gpu)).all()}
+    gpus = session.exec(select(Gpu)).all()
+    slug_of = {g.id: g.slug for g in gpus}
     newest: dict[tuple[str, str], tuple[date, int, float]] = {}  # (slug, condition) -> newest usd
     cloud: dict[tuple[str, str], tuple[date, int, CloudOffer]] = {}  # (slug, provider)
     rows = prices if prices is not None else session.exec(select(Price)).all()
@@ -63,14 +67,17 @@ def load_ownership(
             ckey = (slug, p.condition)
             if ckey not in newest or (p.observed_at, p.id or 0) >= newest[ckey][:2]:
                 newest[ckey] = (p.observed_at, p.id or 0, p.usd)
-    ratios = {
-        slug: newest[(slug, "used")][2] / newest[(slug, "new")][2]
-        for slug, condition in newest
-        if condition == "used" and (slug, "new") in newest and newest[(slug, "new")][2] > 0
-    }
+    history = {}
+    for g in gpus:
+        used = newest.get((g.slug, "used"))
+        if used is None or not g.launch_price_usd or g.launch_date is None:
+            continue
+        age_years = (used[0] - g.launch_date).days / DAYS_PER_YEAR
+        if age_years > 0 and used[2] > 0:
+            history[g.slug] = PriceHistory(used[2] / g.launch_price_usd, age_years)
     offers: dict[str, list[CloudOffer]] = {}
     for (slug, _provider), (_d, _i, offer) in cloud.items():
         offers.setdefault(slug, []).append(offer)
     for listed in offers.values():
         listed.sort(key=lambda o: (o.usd_per_hour, o.provider))
-    return OwnershipData(platform_costs(session), ratios, offers)
+    return OwnershipData(platform_costs(session), history, offers)

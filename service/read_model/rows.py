@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from service.domain.availability import exclusion, purchase_counts
-from service.domain.prices import PriceObservation, age_days, bought_used, is_stale
+from service.domain.prices import PriceObservation, age_days, is_stale
 from service.domain.recommend import (
     Candidate,
     Configuration,
@@ -300,7 +300,6 @@ def _costs(
         throughput,
         costs,
         cand.availability.platform_included,
-        bought_used(cand.price),
     )
     return cost.fields(), cost.sentence()
 

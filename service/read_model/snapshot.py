@@ -105,12 +105,11 @@ class Snapshot:
         throughput: float,
         costs: CostSettings,
         included: str | None,
-        bought_used: bool,
     ) -> Costed:
         """costing.costed with this snapshot's ownership data and unit, computed once per
         configuration and cost settings: answers to different budgets show the same rows
         (15% of a computed /recommend answer was these accounts)."""
-        key = (slug, price_usd, count, tdp_w, throughput, costs, included, bought_used)
+        key = (slug, price_usd, count, tdp_w, throughput, costs, included)
         return bounded(
             self._costed,
             MAX_COSTED,

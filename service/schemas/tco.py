@@ -24,7 +24,8 @@ class CostQuery(BaseModel):
         ge=0,
         le=1,
         allow_inf_nan=False,
-        description="Fraction of the price recovered; default: used/new ratio.",
+        description="Fraction of the price recovered; default: yearly retention ** horizon_years "
+        "(tco.py).",
     )
     platform_usd: float | None = Field(
         None, ge=0, le=10_000_000, allow_inf_nan=False, description="Replaces the platform table."

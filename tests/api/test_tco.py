@@ -15,9 +15,12 @@ from service.domain.tco import (
     LARGEST_ATX_PSU_W,
     CostSettings,
     PlatformCost,
+    PriceHistory,
+    Retention,
     break_even_hours,
     ownership,
     power_notes,
+    yearly_retention,
 )
 from service.models import Gpu, Price
 
@@ -35,27 +38,25 @@ money = st.floats(min_value=0, max_value=1e7, allow_nan=False, allow_infinity=Fa
     hours=st.floats(0.1, 24),
     kwh=st.floats(0, 10),
     resale=st.one_of(st.none(), st.floats(0, 1)),
-    ratio=st.one_of(st.none(), st.floats(0, 3)),
+    yearly=st.one_of(st.none(), st.floats(0, 3)),
     platform=st.one_of(st.none(), money),
     host=st.one_of(st.none(), st.floats(0, 2000)),
-    used=st.booleans(),
 )
 def test_tco_is_price_plus_platform_plus_energy_minus_resale(
-    price, count, tdp, throughput, years, hours, kwh, resale, ratio, platform, host, used
+    price, count, tdp, throughput, years, hours, kwh, resale, yearly, platform, host
 ):
     settings = CostSettings(years, hours, kwh, resale, None, host)
     table = PlatformCost(count, platform, None, "test") if platform is not None else None
-    o = ownership(
-        price, count, tdp, throughput, "images/s", settings, table, ratio, bought_used=used
-    )
+    retention = None if yearly is None else Retention(yearly, "test")
+    o = ownership(price, count, tdp, throughput, "images/s", settings, table, retention)
     assert o.tco_usd == price + o.platform_usd + o.energy_usd - o.resale_usd
     assert o.platform_usd == (platform if platform is not None else 0.0)
     draw = None if tdp is None else tdp * count + (host or 0.0)
     assert o.draw_w == draw
     assert o.energy_kwh == pytest.approx((draw or 0) * hours * 365 * years / 1000)
     assert o.energy_usd == pytest.approx(o.energy_kwh * kwh)
-    from_ratio = 0.0 if used else min(max(ratio or 0.0, 0.0), 1.0)
-    fraction = resale if resale is not None else from_ratio
+    kept = 0.0 if yearly is None else min(yearly**years, 1.0)
+    fraction = resale if resale is not None else kept
     assert o.resale_usd == pytest.approx(price * fraction)
     assert 0 <= o.resale_usd <= price
     millions = throughput * (hours * 365 * years) * 3600 / 1e6  # the domain's order: hours first
@@ -187,34 +188,49 @@ def test_a_four_gpu_configuration_carries_the_sourced_four_gpu_platform(client):
 RESALE_GPU = "nvidia-rtx-4090"
 
 
-def _priced_new_and_used(db, client, **params):
-    """/rankings items with RESALE_GPU priced $2,000 new and $1,500 used, and its row."""
-    _add_price(db, RESALE_GPU, usd=2000.0, condition="new")
-    _add_price(db, RESALE_GPU, usd=1500.0, condition="used")
+def _row(client, **params):
     items = client.get("/rankings", params=params).json()["items"]
-    return items, next(i for i in items if i["gpu"] == RESALE_GPU)
+    return next(i for i in items if i["gpu"] == RESALE_GPU)
 
 
-def test_resale_defaults_to_the_used_new_price_ratio(db, client):
-    items, row = _priced_new_and_used(db, client, condition="new")
-    assert row["price"]["usd"] == 2000.0
-    assert row["resale_usd"] == pytest.approx(2000.0 * 1500.0 / 2000.0)
-    with_used = {p.gpu for p in loaders.load_prices() if p.kind == "used"}  # shipped used prices
-    others = [
-        i for i in items if i["gpu"] != RESALE_GPU and i["price"] and i["gpu"] not in with_used
-    ]
-    assert others and all(i["resale_usd"] == 0 for i in others)
+def test_resale_is_yearly_retention_over_the_horizon_new_or_used_alike(db, client):
+    """A card keeps its own yearly retention (newest used price / launch price, per year since
+    launch) where it has been on sale at least the horizon, new or used; the horizon counts."""
+    gpu = next(g for g in loaders.load_gpus() if g.slug == RESALE_GPU)
+    _add_price(db, RESALE_GPU, usd=2000.0, condition="new")
+    _add_price(db, RESALE_GPU, usd=1200.0, condition="used")
+    client.app.state.read_model.changed()  # written behind the app's back
+    age = (datetime.now(UTC).date() - gpu.launch_date).days / 365.25
+    assert age >= 4  # launched 2022: its own retention counts at 3 and 4 years
+    yearly = (1200.0 / gpu.launch_price_usd) ** (1 / age)
+    new, used = _row(client, condition="new"), _row(client, condition="used")
+    assert (new["price"]["usd"], used["price"]["usd"]) == (2000.0, 1200.0)
+    assert new["resale_usd"] == pytest.approx(2000.0 * min(yearly**3, 1.0))
+    assert used["resale_usd"] == pytest.approx(1200.0 * min(yearly**3, 1.0))
+    assert 0 < used["resale_usd"] < 1200.0
+    four = _row(client, condition="used", horizon_years=4)
+    assert four["resale_usd"] == pytest.approx(1200.0 * min(yearly**4, 1.0))
+    assert four["resale_usd"] < used["resale_usd"]
+    told = _row(client, condition="used", resale=0.4)
+    assert told["resale_usd"] == pytest.approx(480.0)
 
 
-def test_a_card_bought_used_gets_no_resale_from_the_used_new_ratio(db, client):
-    _, row = _priced_new_and_used(db, client, condition="used")
-    assert row["price"]["usd"] == 1500.0
-    assert row["resale_usd"] == 0
-    o = ownership(1500.0, 1, 450.0, 1.0, "images/s", CostSettings(), None, 0.75, bought_used=True)
-    assert o.resale_usd == 0
-    assert "bought used: no sourced resale value after the horizon, counted as $0" in o.notes
-    told = client.get("/rankings", params={"condition": "used", "resale": 0.4}).json()["items"]
-    assert next(i for i in told if i["gpu"] == RESALE_GPU)["resale_usd"] == pytest.approx(600.0)
+def test_a_card_younger_than_the_horizon_takes_the_median_of_older_cards():
+    history = {
+        "old-a": PriceHistory(0.5, 4.0),
+        "old-b": PriceHistory(0.8, 3.0),
+        "old-c": PriceHistory(0.9, 5.0),
+        "young": PriceHistory(2.0, 1.5),  # above its launch price: too young to say
+    }
+    olds = sorted(h.yearly for k, h in history.items() if k != "young")
+    found = yearly_retention(history, "young", 3.0)
+    assert found is not None and found.yearly == pytest.approx(olds[1])
+    assert "median of the 3 cards on sale 3+ years" in found.basis
+    own = yearly_retention(history, "old-a", 3.0)
+    assert own is not None and own.yearly == pytest.approx(0.5**0.25)
+    assert yearly_retention(history, "young", 10.0) is None
+    o = ownership(1000.0, 1, 300.0, 1.0, "images/s", CostSettings(), None, None)
+    assert o.resale_usd == 0 and any("resale counted as $0" in n for n in o.notes)
 
 
 def test_sort_tco_ranks_by_cost_per_unit_of_work(client):

@@ -3,7 +3,7 @@ cost settings, in a memo that cannot grow without bound; Snapshot.ranked_configu
 memo, keyed by client text, is bounded too."""
 
 from service.domain.scaling import Profiles
-from service.domain.tco import CostSettings, PlatformCost
+from service.domain.tco import CostSettings, PlatformCost, PriceHistory
 from service.models import Workload
 from service.read_model import snapshot as snapshot_module
 from service.read_model.costing import costed
@@ -18,7 +18,7 @@ PLATFORMS = {
 
 def make_snapshot() -> Snapshot:
     workload = Workload(slug="w", name="W", unit="images/s", precision="fp16")
-    ownership = OwnershipData(platforms=PLATFORMS, used_new_ratio={"gpu-a": 0.6})
+    ownership = OwnershipData(platforms=PLATFORMS, history={"gpu-a": PriceHistory(0.6, 4.0)})
     return Snapshot(workload, "fp16", [], {}, Profiles(), None, ownership=ownership)
 
 
@@ -43,12 +43,9 @@ def test_each_account_equals_costed_and_is_computed_once(monkeypatch):
                 50.0,
                 settings,
                 None,
-                False,
             )
             for _ in range(3):
-                got = snapshot.costed(
-                    "gpu-a", 800.0 * count, count, 300.0, 50.0, settings, None, False
-                )
+                got = snapshot.costed("gpu-a", 800.0 * count, count, 300.0, 50.0, settings, None)
                 assert got == want
     assert len(calls) == 4  # 2 settings x 2 counts, each once
 
@@ -58,7 +55,7 @@ def test_the_memo_starts_again_when_full(monkeypatch):
     snapshot = make_snapshot()
     for i in range(50):
         snapshot.costed(
-            "gpu-a", 800.0, 1, 300.0, 50.0, CostSettings(hours_per_day=1 + i / 10), None, False
+            "gpu-a", 800.0, 1, 300.0, 50.0, CostSettings(hours_per_day=1 + i / 10), None
         )
         assert len(snapshot._costed) <= 8
 
