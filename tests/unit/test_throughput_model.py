@@ -288,8 +288,30 @@ def test_a_stack_term_is_the_suites_where_it_has_data_else_pooled_over_suites() 
     eff = tm.pool_efficiencies(residuals, specs, kinds)
     assert eff.stack_term("rocm", slow) < math.log(0.75)
     assert abs(eff.stack_term("rocm", even)) < 0.05
+    # a suite without data at all takes the term pooled over suites; one with CUDA data only
+    # takes ROCm's difference from CUDA where both are measured (across_suites)
     other = tm.efficiency_kind("", "new-lab")
-    assert eff.stack_term("rocm", other) == eff.stack_term("rocm", "") < 0
+    assert eff.stack_term("rocm", other) == eff.stack_pooled[("rocm", "")] < 0
+    assert eff.stack_term("rocm", "") == pytest.approx(eff.stack_across[("rocm", "")])
+
+
+def test_a_stack_missing_in_a_suite_keeps_its_difference_from_the_stacks_it_shares() -> None:
+    """Each suite's work fit sets its own level: ROCm 0.5 below CUDA in one suite is 0.5 below
+    CUDA in another, whatever level CUDA has there."""
+    terms = {
+        ("cuda", "decode"): 0.46,
+        ("rocm", "decode"): 0.04,
+        ("oneapi", "decode"): -0.40,
+        ("cuda", "decode@lab"): 0.01,
+        ("metal", "decode@lab"): 0.0,
+        ("cuda", "prefill@lab"): 0.2,  # another phase: never carried into decode
+    }
+    across = tm.across_suites(terms)
+    assert across[("rocm", "decode@lab")] == pytest.approx(0.04 - 0.46 + 0.01)
+    assert across[("oneapi", "decode@lab")] == pytest.approx(-0.40 - 0.46 + 0.01)
+    assert across[("metal", "decode")] == pytest.approx(0.0 - 0.01 + 0.46)  # and back
+    assert tm.across_suites({("rocm", "decode"): 0.1, ("metal", "decode@lab"): 0.0}) == {}
+    assert ("rocm", "prefill@lab") not in across
 
 
 def test_a_workload_of_a_suite_borrows_its_shape_from_that_suite_first() -> None:
