@@ -1,5 +1,6 @@
 """Ranking and recommendation over estimates and prices: pure, no I/O."""
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -101,17 +102,29 @@ def configuration(
     s = scaling_for(cand, count)
     # N copies of one measured GPU are measured; N GPUs on one job by a scaling are not
     basis = single.basis if s.basis in ("single", "independent") else "estimated"
+    value = single.value * s.speedup
+    low, high = widened(value, single.low * s.speedup, single.high * s.speedup, s.log_half_width)
     return Configuration(
         cand,
         count,
-        single.value * s.speedup,
-        single.low * s.speedup,
-        single.high * s.speedup,
+        value,
+        low,
+        high,
         s.speedup,
         s.basis,
         basis,
         single.n,
     )
+
+
+def widened(value: float, low: float, high: float, log_half_width: float) -> tuple[float, float]:
+    """`low`..`high` around `value` with a further independent log half-width added in
+    quadrature (a scaling's band on top of one GPU's)."""
+    if log_half_width <= 0 or value <= 0 or low <= 0:
+        return low, high
+    below = math.hypot(math.log(value / low), log_half_width)
+    above = math.hypot(math.log(high / value), log_half_width)
+    return value * math.exp(-below), value * math.exp(above)
 
 
 def configurations(

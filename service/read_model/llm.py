@@ -76,7 +76,7 @@ from service.domain.prices import (
     is_stale,
     shown_price,
 )
-from service.domain.recommend import per_dollar_spent
+from service.domain.recommend import per_dollar_spent, widened
 from service.domain.scaling import Profiles, Scaling
 from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
@@ -737,13 +737,14 @@ def _estimate(
         reference = (eff.value * roof, eff.log_band, eff.log_band, eff.n)
     one, log_low, log_high, n = reference
     layer = memory.split_for(ask.quant, ask.task) == "layer"
+    width = 0.0  # the speedup's own band (scaling.scaling_half_widths), where sized
     if ask.phase != "train" and (layer or ask.quant.name in learned.split_formats):
         speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
     else:  # training: the framework's profile; tensor-parallel decode: as a fixed workload's
         s = _parallel_scaling(data, framework, gpu, count, decode=ask.phase == "decode")
-        speedup, basis = s.speedup, s.basis
+        speedup, basis, width = s.speedup, s.basis, s.log_half_width
     value = one * speedup
-    low, high = value * math.exp(-log_low), value * math.exp(log_high)
+    low, high = widened(value, value * math.exp(-log_low), value * math.exp(log_high), width)
     return value, low, high, n, speedup, basis, kind
 
 

@@ -19,6 +19,7 @@ Design decisions:
 import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sqlalchemy import and_, func
 from sqlalchemy import select as sa_select
@@ -33,6 +34,7 @@ from service.domain.scaling import (
     box_interconnect,
     data_parallel,
     fit_profiles,
+    scaling_half_widths,
 )
 from service.domain.throughput_model import derive_stack
 from service.models import Aggregate, Gpu, ScalingProfile, Workload
@@ -65,14 +67,15 @@ class ScalingData:
 
     stacks: dict[str, str] = field(default_factory=dict)  # GPU slug -> software stack
 
-    @property
+    @cached_property  # read by every snapshot and LLM data build of this data version
     def profiles(self) -> Profiles:
-        """The rows configurations scale by: assumed, fitted (efficiency), and the software
-        stacks of the GPUs whose boxes each fitted row pools."""
+        """The rows configurations scale by: assumed, fitted (efficiency), the software
+        stacks of the GPUs whose boxes each fitted row pools, and the speedups' band widths."""
         return Profiles(
             self.assumed,
             {k: f.efficiency for k, f in self.fitted.items()},
             {k: frozenset(self.stacks.get(g, "") for g in f.gpus) for k, f in self.fitted.items()},
+            scaling_half_widths(self.measured, self.assumed, self.fitted),
         )
 
     def rows(self) -> list[ProfileRow]:

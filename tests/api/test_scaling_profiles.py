@@ -2,6 +2,8 @@
 fitted row next to the assumed one with basis and n, and /recommend uses measured > fitted >
 assumed. A small fixture: three PCIe cards measured on 1 and 4 GPUs."""
 
+import math
+
 import pytest
 
 from tests.api.test_recommend import post_results
@@ -102,3 +104,27 @@ def test_recommend_uses_measured_then_fitted_then_assumed(client, keys):
     assumed = _pick(tf["recommendations"], "nvidia-rtx-5090", 4)
     assert assumed["scaling_basis"] == "profile:tensorflow/pcie"
     assert assumed["scaling_factor"] == pytest.approx(4 * 0.65)
+
+
+def test_a_scaled_configuration_carries_the_spread_of_measured_boxes_in_its_band(client, keys):
+    """The fitted 4-GPU row pools 0.80, 0.88 and 0.93: a card scaled by it is as unsure as
+    those boxes are of the row (80% quantile of |log(measured / row)|), on top of its own."""
+    _measure(client, keys)
+    params = {"budget": 20000, "workload": "resnet50-train", "max_gpus": 4, "limit": 50}
+    params |= {"min_memory_gb": 24, "platform_usd": 0}
+    recs = client.get("/recommend", params=params).json()["recommendations"]
+    single = {
+        i["gpu"]: i
+        for i in client.get("/rankings", params={"workload": "resnet50-train"}).json()["items"]
+    }
+    spread = sorted(abs(math.log(eff / POOLED)) for _one, eff in FIXTURE.values())
+    width = spread[min(math.ceil(4 * 0.8), 3) - 1]
+    four = _pick(recs, "nvidia-rtx-5090", 4)
+    one = single["nvidia-rtx-5090"]
+    below = math.hypot(math.log(one["throughput"] / one["throughput_low"]), width)
+    above = math.hypot(math.log(one["throughput_high"] / one["throughput"]), width)
+    assert math.log(four["throughput"] / four["throughput_low"]) == pytest.approx(below)
+    assert math.log(four["throughput_high"] / four["throughput"]) == pytest.approx(above)
+    independent = client.get("/recommend", params=params | {"mode": "independent"}).json()
+    copies = _pick(independent["recommendations"], "nvidia-rtx-5090", 4)
+    assert copies["throughput_low"] == pytest.approx(4 * one["throughput_low"])

@@ -5,12 +5,17 @@ import math
 
 import pytest
 
+from service.domain.recommend import widened
 from service.domain.scaling import (
+    ANY_COUNT,
+    ANY_LINK,
     MIN_GPUS,
     MeasuredScaling,
     box_interconnect,
     fit_profiles,
+    half_width,
     scaling,
+    scaling_half_widths,
 )
 from service.ingest.groups import AGGREGATE_STATUSES
 from service.read_model.estimates import COUNTED_STATUSES
@@ -124,3 +129,36 @@ def test_counted_statuses_match_the_gate():
 def test_measured_scaling_is_multi_over_count_times_single():
     m = MeasuredScaling("a", "w", "fp16", 8, 7200.0, 1000.0, 2, 5, "pytorch", "nvlink")
     assert m.efficiency == pytest.approx(0.9) and m.n == 7
+
+
+def test_a_speedup_carries_how_far_measured_boxes_sit_from_its_row():
+    """The band of N GPUs by a profile: the 80% split-conformal quantile of |log(measured /
+    row)| over the measured boxes of that link and count, else of that link, else of all."""
+    effs = [0.60, 0.85, 0.90, 0.92, 0.95]
+    pairs = [pair(f"g{i}", e, workload=f"w{i}") for i, e in enumerate(effs)]
+    pairs.append(pair("g9", 0.97, count=2, link="nvlink"))
+    fitted = fit_profiles(pairs)
+    row = fitted[("pytorch", "pcie", 4)].efficiency
+    widths = scaling_half_widths(pairs, ASSUMED, fitted)
+    errors = sorted(abs(math.log(e / row)) for e in effs)
+    assert widths[("pcie", 4)] == pytest.approx(errors[math.ceil(6 * 0.8) - 1])  # the 5th of 5
+    assert widths[("nvlink", 2)] == pytest.approx(abs(math.log(0.97 / 0.95)))  # assumed row
+    assert half_width(widths, "pcie", 8) == widths[("pcie", ANY_COUNT)]
+    assert half_width(widths, "infinity-fabric", 4) == widths[(ANY_LINK, ANY_COUNT)]
+    assert half_width({}, "pcie", 4) == 0.0
+    s = scaling(ASSUMED, "parallel", "pytorch", "pcie", 4, half_widths=widths)
+    assert s.log_half_width == widths[("pcie", 4)] > 0
+    assert (
+        scaling(ASSUMED, "independent", "pytorch", "pcie", 4, half_widths=widths).log_half_width
+        == 0
+    )
+    assert (
+        scaling(ASSUMED, "parallel", "pytorch", "pcie", 1, half_widths=widths).log_half_width == 0
+    )
+
+
+def test_a_configurations_band_adds_the_speedups_in_quadrature():
+    low, high = widened(100.0, 90.0, 120.0, 0.2)
+    assert math.log(100.0 / low) == pytest.approx(math.hypot(math.log(100 / 90), 0.2))
+    assert math.log(high / 100.0) == pytest.approx(math.hypot(math.log(120 / 100), 0.2))
+    assert widened(100.0, 90.0, 120.0, 0.0) == (90.0, 120.0)
