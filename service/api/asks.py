@@ -27,7 +27,36 @@ MODEL_ASK_PARAMS = (
     "batch",
     "min_tokens_per_s",
     "gradient_checkpointing",
+    "optimizer",
+    "lora_rank",
 )
+# The tasks whose memory each optional parameter changes (domain/memory.py): a parameter given
+# for another task is a 422, not an echo of a value that changed nothing (optimizer=sgd on
+# inference, kv_bits on full fine-tuning).
+TRAINING = ("full-finetune", "lora", "qlora")
+APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "optimizer": TRAINING,
+    "gradient_checkpointing": TRAINING,
+    "lora_rank": ("lora", "qlora"),
+    "kv_bits": ("inference",),
+}
+
+
+def refuse_unread(task: str, given: Collection[str]) -> None:
+    """A 422 naming every given parameter that `task`'s memory does not depend on."""
+    errors = [
+        {
+            "loc": ["query", name],
+            "msg": f"{name} applies only to task {' or '.join(tasks)}, not {task}",
+            "type": "not_applicable",
+        }
+        for name, tasks in APPLIES_TO.items()
+        if name in given and task not in tasks
+    ]
+    if errors:
+        raise InvalidInput(errors)
+
+
 WORKLOAD_ASK_PARAMS = ("workload", "precision")
 _WITH_MODEL = {
     "workload": "workload and model are two asks: a measured workload, or a language model "
@@ -82,18 +111,22 @@ def ask_for(
     context: int | None,
     batch: int,
     gradient_checkpointing: bool | None = None,
-    **options: Any,
+    optimizer: str | None = None,
+    lora_rank: int | None = None,
 ) -> llm_fit.Ask:
     """The LLM ask of /recommend and /rankings; a format the task cannot use is a 422, and so is
-    gradient_checkpointing on an inference ask (None: not given, the default, on)."""
-    if gradient_checkpointing is not None and task == "inference":
-        raise InvalidInput.one(
-            ("query", "gradient_checkpointing"),
-            "gradient_checkpointing applies only to a training task (full-finetune, lora, qlora)",
-            "not_applicable",
-        )
+    a parameter the task's memory does not read (APPLIES_TO; None: not given, the default)."""
+    given: dict[str, object] = {
+        "gradient_checkpointing": gradient_checkpointing,
+        "optimizer": optimizer,
+        "lora_rank": lora_rank,
+    }
+    refuse_unread(task, [name for name, value in given.items() if value is not None])
     spec, quant, ctx = resolve(model_slug, quant_name, task, context)
     recompute = True if gradient_checkpointing is None else gradient_checkpointing
+    options: dict[str, Any] = {"optimizer": optimizer} if optimizer is not None else {}
+    if lora_rank is not None:
+        options["lora_rank"] = lora_rank
     ask = llm_fit.Ask(
         spec,
         task,  # type: ignore[arg-type]
@@ -110,9 +143,33 @@ def ask_for(
     return ask
 
 
-def gradient_checkpointing_echo(ask: llm_fit.Ask) -> bool | None:
-    """What an answer echoes for gradient_checkpointing: the ask's, null for inference."""
-    return None if ask.task == "inference" else ask.gradient_checkpointing
+def training_echo(ask: llm_fit.Ask) -> dict[str, Any]:
+    """What an answer echoes of the ask's training parameters: each one the task reads, null
+    for the others (gradient checkpointing and optimizer on inference, LoRA rank on a full
+    fine-tune)."""
+    reads = {name for name, tasks in APPLIES_TO.items() if ask.task in tasks}
+    return {
+        "gradient_checkpointing": ask.gradient_checkpointing
+        if "gradient_checkpointing" in reads
+        else None,
+        "optimizer": ask.optimizer if "optimizer" in reads else None,
+        "lora_rank": ask.lora_rank if "lora_rank" in reads else None,
+    }
+
+
+def model_ask(q: RecommendQuery) -> llm_fit.Ask:
+    """/recommend's model= ask (the API's and the web form's)."""
+    assert q.model is not None
+    return ask_for(
+        q.model,
+        q.task,
+        q.quant,
+        q.context,
+        q.batch,
+        q.gradient_checkpointing,
+        q.optimizer,
+        q.lora_rank,
+    )
 
 
 def recommendation_ask(q: RecommendQuery) -> RecommendationAsk:

@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from service.api.asks import DEFAULT_CONTEXT, resolve
+from service.api.asks import DEFAULT_CONTEXT, refuse_unread, resolve
 from service.api.query_model import QueryModel
 from service.core.errors import InvalidInput
 from service.domain import memory
@@ -46,37 +46,10 @@ class MemoryQuery(BaseModel):
     kv_bits: int = Field(16, ge=4, le=32, description="KV cache bits per value (16: fp16).")
 
 
-# The tasks whose memory each optional parameter changes (domain/memory.py): a parameter given
-# for another task is a 422, as /recommend refuses what an ask does not read, not an echo of
-# a value that changed nothing (optimizer=sgd on inference, kv_bits on full fine-tuning).
-TRAINING = ("full-finetune", "lora", "qlora")
-APPLIES_TO: dict[str, tuple[str, ...]] = {
-    "optimizer": TRAINING,
-    "gradient_checkpointing": TRAINING,
-    "lora_rank": ("lora", "qlora"),
-    "kv_bits": ("inference",),
-}
-
-
-def refuse_unread(q: MemoryQuery) -> None:
-    """A 422 naming every given parameter that the asked task's memory does not depend on."""
-    errors = [
-        {
-            "loc": ["query", name],
-            "msg": f"{name} applies only to task {' or '.join(tasks)}, not {q.task}",
-            "type": "not_applicable",
-        }
-        for name, tasks in APPLIES_TO.items()
-        if name in q.model_fields_set and q.task not in tasks
-    ]
-    if errors:
-        raise InvalidInput(errors)
-
-
 def breakdown(
     q: MemoryQuery,
 ) -> tuple[memory.ModelSpec, memory.Quantization, memory.MemoryBreakdown]:
-    refuse_unread(q)
+    refuse_unread(q.task, q.model_fields_set)
     spec, quant, context = resolve(q.model, q.quant, q.task, q.context)
     split = memory.effective_split(None, quant, q.task)
     if not memory.split_fits(spec, q.gpus, split):

@@ -9,7 +9,7 @@ from service.api.asks import (
     MODEL_ASK_PARAMS,
     ask_for,
     check_ask_kind,
-    gradient_checkpointing_echo,
+    training_echo,
 )
 from service.api.csv_format import columns_for, csv_response, wants_csv
 from service.api.deps import CostQueryDep, ReadModelDep
@@ -20,7 +20,7 @@ from service.domain.vocabulary import ConditionChoice, Precision
 from service.read_model import llm as llm_rows
 from service.schemas.catalog import Stack
 from service.schemas.common import Format, Problem
-from service.schemas.llm import GRADIENT_CHECKPOINTING_DOC, TaskName
+from service.schemas.llm import GRADIENT_CHECKPOINTING_DOC, OptimizerName, TaskName
 from service.schemas.rankings import RankingItem, Rankings, RankingSort
 
 router = APIRouter(tags=["rankings"])
@@ -63,13 +63,17 @@ async def rankings(
     gradient_checkpointing: Annotated[
         bool | None, Query(description=GRADIENT_CHECKPOINTING_DOC)
     ] = None,
+    optimizer: OptimizerName | None = None,
+    lora_rank: Annotated[int | None, Query(ge=1, le=4096)] = None,
 ) -> Response:
     check_ask_kind(request.query_params.keys(), MODEL_RANKING_PARAMS)
     if model is not None:
         return await _llm_rankings(
             request,
             read_model,
-            ask_for(model, task, quant, context, batch, gradient_checkpointing),
+            ask_for(
+                model, task, quant, context, batch, gradient_checkpointing, optimizer, lora_rank
+            ),
             max_gpus,
             framework,
             condition,
@@ -131,7 +135,7 @@ async def _llm_rankings(
         quant=ask.quant.name,
         context=ask.context,
         batch=ask.batch,
-        gradient_checkpointing=gradient_checkpointing_echo(ask),
+        **training_echo(ask),
     )
     as_json = Response(answer.model_dump_json(), media_type="application/json")
     return read_model.stored(request.scope, read, as_json)

@@ -7,11 +7,11 @@ from fastapi.responses import Response
 
 from service.api.asks import (
     MODEL_ASK_PARAMS,
-    ask_for,
     check_ask_kind,
-    gradient_checkpointing_echo,
     llm_limits,
+    model_ask,
     recommendation_ask,
+    training_echo,
 )
 from service.api.csv_format import columns_for, csv_response, header_value, wants_csv
 from service.api.deps import ReadModelDep
@@ -67,7 +67,7 @@ def _answer(
 async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQuery) -> Response:
     """/recommend for a model, task and format: configurations that fit, with headroom."""
     assert q.model is not None
-    ask = ask_for(q.model, q.task, q.quant, q.context, q.batch, q.gradient_checkpointing)
+    ask = model_ask(q)
     limits = llm_limits(q)
     read = await read_model.llm(q.condition, ask, q.allow_stale)
     items, hint = llm_rows.recommendation_rows(ask, read.data, limits, q.framework, q.limit)
@@ -88,7 +88,7 @@ async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQu
         context=ask.context,
         batch=ask.batch,
         min_tokens_per_s=q.min_tokens_per_s,
-        gradient_checkpointing=gradient_checkpointing_echo(ask),
+        **training_echo(ask),
         allow_stale=q.allow_stale,
         stack=q.stack,
     )

@@ -127,6 +127,15 @@ def widened(value: float, low: float, high: float, log_half_width: float) -> tup
     return value * math.exp(-below), value * math.exp(above)
 
 
+def narrowed(value: float, low: float, high: float, log_half_width: float) -> tuple[float, float]:
+    """`widened`'s inverse: `low`..`high` less a log half-width it holds in quadrature."""
+    if log_half_width <= 0 or value <= 0 or low <= 0:
+        return low, high
+    below = math.sqrt(max(math.log(value / low) ** 2 - log_half_width**2, 0.0))
+    above = math.sqrt(max(math.log(high / value) ** 2 - log_half_width**2, 0.0))
+    return value * math.exp(-below), value * math.exp(above)
+
+
 def configurations(
     candidates: Iterable[Candidate],
     max_gpus: int,

@@ -76,7 +76,7 @@ from service.domain.prices import (
     is_stale,
     shown_price,
 )
-from service.domain.recommend import per_dollar_spent, widened
+from service.domain.recommend import narrowed, per_dollar_spent, widened
 from service.domain.scaling import Profiles, Scaling
 from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
@@ -521,15 +521,21 @@ class LlmOption:
     # the precision of the estimate it is scaled from where not the asked one (fp16 on a GPU
     # without bf16 units: estimate.with_fp16_fallback)
     precision: str = ""
+    # the log half-width its scaling added to the band (scaling.scaling_half_widths)
+    scaling_width: float = 0.0
 
     def as_option(self) -> llm_fit.Option:
+        """As llm_fit ranks it: within its band less the scaling's width, which configurations
+        of one count share (their speedup is read from the same row): widened, 4 x RX 9070 had
+        tied with 4 x RTX 3080 Ti, 26% faster, and ranked first for its headroom."""
         price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
+        low, high = narrowed(self.throughput, self.low, self.high, self.scaling_width)
         return llm_fit.Option(
             self.gpu.slug,
             self.count,
             self.throughput,
-            self.low,
-            self.high,
+            low,
+            high,
             price,
             self.headroom,
             bought_used(self.gpu.price),
@@ -611,8 +617,9 @@ def _options(
             low, high = _measured_band(m, data.decode_reference)
             value, basis, kind, n = m.value.median, "measured", "measured", m.value.n
             speedup, scaling_basis = 1.0, "measured" if count > 1 else "single"
+            width = 0.0
         else:
-            value, low, high, n, speedup, scaling_basis, kind = _estimate(
+            value, low, high, n, speedup, scaling_basis, kind, width = _estimate(
                 ask, gpu, count, learned, data, framework
             )
             basis = "estimated"
@@ -635,6 +642,7 @@ def _options(
             m.workload if m else _reference_source(reference),
             stack_measured=reference is None or reference[1].stack_measured,
             precision="" if reference is None else reference[1].precision,
+            scaling_width=width,
         )
     return list(out.values())
 
@@ -715,7 +723,7 @@ def _estimate(
     learned: Learned,
     data: LlmData,
     framework: str,
-) -> tuple[float, float, float, int, float, str, str]:
+) -> tuple[float, float, float, int, float, str, str, float]:
     """(value, low, high, n, speedup, scaling basis, the `model` it names): a scaled workload
     estimate where there is one, else the roofline x the learned efficiency."""
     reference = _scaled_reference(ask, gpu, learned, data)
@@ -745,7 +753,7 @@ def _estimate(
         speedup, basis, width = s.speedup, s.basis, s.log_half_width
     value = one * speedup
     low, high = widened(value, value * math.exp(-log_low), value * math.exp(log_high), width)
-    return value, low, high, n, speedup, basis, kind
+    return value, low, high, n, speedup, basis, kind, width
 
 
 def _parallel_scaling(
@@ -1079,17 +1087,21 @@ def with_more_gpus(
             if not s.speedup > last:
                 continue
             last, gain = s.speedup, s.speedup / o.speedup
+            value = o.throughput * gain
+            one_low, one_high = narrowed(o.throughput, o.low, o.high, o.scaling_width)
+            low, high = widened(value, one_low * gain, one_high * gain, s.log_half_width)
             out.append(
                 replace(
                     o,
                     count=n,
                     breakdown=ask.breakdown(n),
                     headroom=llm_fit.headroom(ask, gpu.memory_gb, n),
-                    throughput=o.throughput * gain,
-                    low=o.low * gain,
-                    high=o.high * gain,
+                    throughput=value,
+                    low=low,
+                    high=high,
                     speedup=s.speedup,
                     scaling_basis=s.basis,
+                    scaling_width=s.log_half_width,
                 )
             )
     return out
@@ -1295,24 +1307,40 @@ def _offer(words: str, best: LlmOption, data: LlmData, limits: Limits) -> str:
 
 
 def other_asks(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> str:
-    """For an empty answer, the other asks that something within the budget runs: QLoRA for a
-    LoRA or full fine-tuning ask in bf16 (a 4-bit base takes a quarter of the weights' memory,
-    the usual way to fine-tune a 70B model on 24 GB cards; same training precision, so the
-    same data), and up to MAX_GPUS GPUs when fewer were allowed. '' when neither helps."""
+    """For an empty answer, the least change to a fine-tuning ask that something within the
+    budget runs (lighter_asks), and up to MAX_GPUS GPUs when fewer were allowed. '' when
+    neither helps."""
     offers = []
-    nf4 = llm.quantization("nf4")
-    bf16_training = ask.task in ("lora", "full-finetune")
-    if bf16_training and ask.quant.compute_precision == nf4.compute_precision:
-        lighter = replace(ask, task="qlora", quant=nf4)
+    for words, lighter in lighter_asks(ask):
         best = _best_within(lighter, data, limits, framework)
         if best is not None:
             need = lighter.breakdown(1).total_gb
-            offers.append(_offer(f"with task=qlora ({need:.1f} GB on one GPU)", best, data, limits))
+            offers.append(_offer(f"with {words} ({need:.1f} GB on one GPU)", best, data, limits))
+            break
     if limits.max_gpus < MAX_GPUS:
         best = _best_within(ask, data, replace(limits, max_gpus=MAX_GPUS), framework)
         if best is not None and best.count > limits.max_gpus:
             offers.append(_offer(f"with max_gpus={MAX_GPUS}", best, data, limits))
     return "".join(offers)
+
+
+def lighter_asks(ask: llm_fit.Ask) -> list[tuple[str, llm_fit.Ask]]:
+    """Lighter fine-tuning asks, least change first: a full fine-tune with 8-bit Adam (a
+    quarter of AdamW's optimizer state), LoRA on the same weights (frozen base, adapters
+    trained), then QLoRA for LoRA or full fine-tuning in bf16 (a 4-bit base takes a quarter of
+    the weights' memory, the usual way to fine-tune a 70B model on 24 GB cards; same training
+    precision, so the same data). Only QLoRA was offered: Phi-3-mini's full fine-tune at
+    $1,500 hinted at QLoRA where LoRA, 10.5 GB, fits a 12 GB card."""
+    out = []
+    if ask.task == "full-finetune":
+        if ask.optimizer == "adamw":
+            out.append(("optimizer=adamw-8bit", replace(ask, optimizer="adamw-8bit")))
+        out.append(("task=lora", replace(ask, task="lora")))
+    nf4 = llm.quantization("nf4")
+    bf16_training = ask.task in ("lora", "full-finetune")
+    if bf16_training and ask.quant.compute_precision == nf4.compute_precision:
+        out.append(("task=qlora", replace(ask, task="qlora", quant=nf4)))
+    return out
 
 
 def older_price(

@@ -31,6 +31,7 @@ from service.read_model.costing import (
     per_watt_key,
     ranked_by_cost,
 )
+from service.read_model.estimates import UNITS_OF
 from service.read_model.snapshot import Snapshot
 from service.schemas.queries import MAX_GPUS
 from service.schemas.rankings import (
@@ -230,7 +231,7 @@ def _hints(
     elif pool is not unlimited and not pool.candidates:  # the power limit left no GPU
         parts = [_power_hint(unlimited.candidates, ask, min_memory_gb)]
     else:
-        parts = [_hint(snapshot, pool.candidates, ask.budget, min_memory_gb)]
+        parts = [_hint(snapshot, pool.candidates, ask.budget, min_memory_gb, stack)]
     parts += _kept_out(snapshot, pool, ask, top)
     return "; ".join(parts) or None
 
@@ -526,12 +527,18 @@ def _datacenter_price_floor(pool: list[Candidate]) -> float | None:
     return min(prices, default=None)
 
 
-def _no_price(snapshot: Snapshot, pool: list[Candidate], min_memory_gb: float) -> str:
+def _no_price(
+    snapshot: Snapshot, pool: list[Candidate], min_memory_gb: float, stack: str | None
+) -> str:
     """Nothing with the memory has a price in the asked condition: say which data is missing
-    (only used prices, say), not that no such GPU is priced when another condition prices it."""
+    (only used prices, say), not that no such GPU is priced when another condition prices it,
+    and name the filters that narrowed the catalog (a stack; a precision only GPUs with its
+    own units run): "no priced GPU in the catalog has 8 GB" was false for stack=rocm-instinct."""
     otherwise = [c for c in pool if c.slug in snapshot.priced_otherwise]
     if not otherwise:
-        return f"no priced GPU in the catalog has {min_memory_gb:g} GB or more"
+        on = f" on stack {stack}" if stack else ""
+        runs = f" that runs {snapshot.precision}" if snapshot.precision in UNITS_OF else ""
+        return f"no priced GPU{on}{runs} in the catalog has {min_memory_gb:g} GB or more"
     asked = snapshot.condition
     other = "new" if asked == "used" else "used"
     return (
@@ -540,12 +547,18 @@ def _no_price(snapshot: Snapshot, pool: list[Candidate], min_memory_gb: float) -
     )
 
 
-def _hint(snapshot: Snapshot, pool: list[Candidate], budget: float, min_memory_gb: float) -> str:
+def _hint(
+    snapshot: Snapshot,
+    pool: list[Candidate],
+    budget: float,
+    min_memory_gb: float,
+    stack: str | None = None,
+) -> str:
     cheapest = cheapest_fitting(pool, min_memory_gb)
     if cheapest is None or cheapest.price is None:
         shown = [c.shown_price for c in pool if c.shown_price is not None]
         if not shown:
-            return _no_price(snapshot, pool, min_memory_gb)
+            return _no_price(snapshot, pool, min_memory_gb, stack)
         slug_of = {id(c.shown_price): c.slug for c in pool}
         newest = max(shown, key=lambda p: (p.observed_at, p.id))
         return (

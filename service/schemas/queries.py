@@ -9,7 +9,7 @@ from pydantic import Field
 from service.domain.vocabulary import ConditionChoice, Mode, Precision
 from service.schemas.catalog import Stack
 from service.schemas.common import Format
-from service.schemas.llm import GRADIENT_CHECKPOINTING_DOC, TaskName
+from service.schemas.llm import GRADIENT_CHECKPOINTING_DOC, OptimizerName, TaskName
 from service.schemas.rankings import RecommendSort
 from service.schemas.tco import CostQuery
 
@@ -42,3 +42,5 @@ class RecommendQuery(CostQuery):
     batch: int = Field(1, ge=1, le=4096)
     min_tokens_per_s: float | None = Field(None, gt=0, le=1e9, allow_inf_nan=False)
     gradient_checkpointing: bool | None = Field(None, description=GRADIENT_CHECKPOINTING_DOC)
+    optimizer: OptimizerName | None = Field(None, description="Training asks (default adamw).")
+    lora_rank: int | None = Field(None, ge=1, le=4096, description="LoRA/QLoRA (default 16).")

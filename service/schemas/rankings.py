@@ -124,6 +124,8 @@ class AskEcho(BaseModel):
     gradient_checkpointing: bool | None = Field(
         None, description="Training asks: whether activations are recomputed (null: inference)."
     )
+    optimizer: str | None = Field(None, description="Training asks: the optimizer costed.")
+    lora_rank: int | None = Field(None, description="LoRA and QLoRA asks: the adapters' rank.")
 
 
 class Rankings(AskEcho):

@@ -223,7 +223,7 @@ def test_recommend_explains_when_nothing_fits(client):
     # the cheapest fitting configuration: its GPUs' price with that price's own condition, date
     # and source, then the box several GPUs need (not between the price and its source)
     split = client.get(
-        "/recommend", params={"budget": 2000, "model": "llama-3.1-70b", "quant": "q4_k_m"}
+        "/recommend", params={"budget": 800, "model": "llama-3.1-70b", "quant": "q4_k_m"}
     ).json()
     cheapest = re.search(
         r"the cheapest is (\d+) x \S+ at \$[\d,]+ \((\w+) price of (\d{4}-\d{2}-\d{2}), ",
@@ -385,6 +385,44 @@ def test_full_fine_tuning_costs_a_forward_more_per_token_than_lora(client):
     why = next(i["why"] for i in answer["recommendations"] if i["model"] == "llm-train-scaled")
     assert "scaled by FLOPs per token (4 x forward: backward with activation and weight " in why
     assert "forward recomputed for gradient checkpointing" in why
+
+
+@pytest.mark.parametrize("route", ["/recommend", "/rankings"])
+def test_model_asks_cost_the_optimizer_and_lora_rank_that_memory_takes(client, route):
+    """/memory took optimizer=adamw-8bit and lora_rank, /recommend and /rankings answered them
+    422 (unknown parameter): a full fine-tune could not be priced with 8-bit Adam."""
+    ask = {"model": "llama-3.1-8b", "task": "full-finetune", "budget": 10**6}
+    if route == "/rankings":
+        ask.pop("budget")
+    memory = {k: v for k, v in ask.items() if k != "budget"}
+    plain = client.get(route, params=ask).json()
+    light = client.get(route, params={**ask, "optimizer": "adamw-8bit"})
+    assert light.status_code == 200, light.text
+    body = light.json()
+    assert (plain["optimizer"], body["optimizer"], body["lora_rank"]) == (
+        "adamw",
+        "adamw-8bit",
+        None,
+    )
+    key = "items" if route == "/rankings" else "recommendations"
+    first = body[key][0]
+    per_gpu = {**memory, "optimizer": "adamw-8bit", "gpus": first["count"]}
+    want = client.get("/memory", params=per_gpu).json()["total_gb"]
+    assert first["memory_needed_gb"] == pytest.approx(want, abs=1e-3)
+    heavy = client.get("/memory", params={**per_gpu, "optimizer": "adamw"}).json()["total_gb"]
+    assert want < heavy
+    ranked = client.get(route, params={**ask, "task": "lora", "lora_rank": 64}).json()
+    assert (ranked["lora_rank"], ranked["optimizer"]) == (64, "adamw")
+    for params, field in (
+        ({**ask, "task": "inference", "optimizer": "sgd"}, "optimizer"),
+        ({**ask, "lora_rank": 64}, "lora_rank"),
+    ):
+        refused = client.get(route, params=params)
+        assert refused.status_code == 422, refused.text
+        (error,) = refused.json()["detail"]
+        assert error["loc"] == ["query", field] and error["type"] == "not_applicable"
+    workload = client.get(route, params={"optimizer": "sgd", "budget": 800})
+    assert workload.status_code == 422
 
 
 def test_gradient_checkpointing_off_trades_memory_for_a_forward_per_token(client):

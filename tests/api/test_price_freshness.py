@@ -137,6 +137,28 @@ def test_an_empty_fine_tuning_answer_names_qlora_and_more_gpus_as_recommend_answ
     assert int(wider[1]) > 4
 
 
+def test_an_empty_full_fine_tune_names_the_least_change_that_fits(fresh_client):
+    """Phi-3-mini's full fine-tune (64 GB) fits nothing within $1,500: the hint names the first
+    of 8-bit Adam, LoRA and QLoRA that something within the budget runs (it named only QLoRA,
+    where LoRA fits a 12 GB card), and that ask answers what it names first."""
+    ask = {"model": "phi-3-mini", "task": "full-finetune", "budget": 1500}
+    empty = fresh_client.get("/recommend", params=ask).json()
+    assert not empty["recommendations"]
+    found = re.search(
+        r"with (optimizer=adamw-8bit|task=lora|task=qlora) \([\d.]+ GB on one GPU\) "
+        r"(\d+) x ([a-z0-9.-]+)",
+        empty["hint"],
+    )
+    assert found, empty["hint"]
+    changes = [{"optimizer": "adamw-8bit"}, {"task": "lora"}, {"task": "qlora"}]
+    named = dict([found[1].split("=")])
+    for change in changes[: changes.index(named)]:  # each lighter change before it fits nothing
+        assert not fresh_client.get("/recommend", params=ask | change).json()["recommendations"]
+    first = fresh_client.get("/recommend", params=ask | named).json()["recommendations"][0]
+    assert (first["count"], first["gpu"]) == (int(found[2]), found[3])
+    assert named != {"task": "qlora"}  # LoRA (10.5 GB) fits a card within $1,500
+
+
 def test_an_empty_answer_names_a_cheaper_gpu_at_an_older_price(fresh_client, keys):
     """A 48 GB card whose only price is a year-old used listing below anything current: the
     empty answer says allow_stale=true would offer it, and allow_stale=true does."""

@@ -377,6 +377,11 @@ def test_empty_answer_hint_names_the_missing_condition(client, db):
     assert "no priced GPU" not in used["hint"]
     huge = client.get("/recommend", params=params | {"min_memory_gb": 5000}).json()
     assert huge["hint"] == "no priced GPU in the catalog has 5000 GB or more"
+    # a filter that narrowed the catalog is named, not blamed on the catalog
+    on = client.get("/recommend", params=params | {"min_memory_gb": 5000, "stack": "metal"})
+    assert on.json()["hint"] == "no priced GPU on stack metal in the catalog has 5000 GB or more"
+    fp8 = client.get("/recommend", params=params | {"min_memory_gb": 5000, "precision": "fp8"})
+    assert fp8.json()["hint"] == "no priced GPU that runs fp8 in the catalog has 5000 GB or more"
 
 
 def test_a_measured_value_says_which_frameworks_measured_it(client, keys):

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from service.domain.recommend import widened
+from service.domain.recommend import narrowed, widened
 from service.domain.scaling import (
     ANY_COUNT,
     ANY_LINK,
@@ -162,3 +162,5 @@ def test_a_configurations_band_adds_the_speedups_in_quadrature():
     assert math.log(100.0 / low) == pytest.approx(math.hypot(math.log(100 / 90), 0.2))
     assert math.log(high / 100.0) == pytest.approx(math.hypot(math.log(120 / 100), 0.2))
     assert widened(100.0, 90.0, 120.0, 0.0) == (90.0, 120.0)
+    # configurations of one count share their speedup's row: ranking takes the width back out
+    assert narrowed(100.0, low, high, 0.2) == pytest.approx((90.0, 120.0))

@@ -19,9 +19,9 @@ from sqlmodel import Session, col, select
 
 from service.api.asks import (
     MODEL_ASK_PARAMS,
-    ask_for,
     check_ask_kind,
     llm_limits,
+    model_ask,
     recommendation_ask,
 )
 from service.api.deps import EngineDep, ReadModelDep
@@ -174,7 +174,7 @@ async def _model_answer(
     """A model ask, as GET /recommend?model=... answers it (rows and hint), with the model's
     one-configuration-per-GPU ranking for the charts and the words naming the ask."""
     assert q.model is not None
-    ask = ask_for(q.model, q.task, q.quant, q.context, q.batch, q.gradient_checkpointing)
+    ask = model_ask(q)
     read = await read_model.llm(q.condition, ask, q.allow_stale)
     items, hint = llm_rows.recommendation_rows(ask, read.data, llm_limits(q), q.framework, q.limit)
     reference = read_model.settings.reference_gpu
