@@ -20,7 +20,7 @@ async def compare(
     costs: CostQueryDep,
     gpu: Annotated[str, Query(min_length=1, max_length=64)],
     count: Annotated[int, Query(ge=1, le=MAX_COUNT)] = 1,
-    workload: Annotated[str | None, Query(max_length=64)] = None,
+    workload: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     precision: Precision | None = None,
     condition: ConditionChoice = "any",
 ) -> Comparison:

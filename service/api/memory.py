@@ -26,6 +26,7 @@ class MemoryQuery(BaseModel):
     task: TaskName = "inference"
     quant: str | None = Field(
         None,
+        min_length=1,
         max_length=32,
         description="Weight format by name or alias (bf16, fp8, int8, q4_k_m, awq, nf4...); "
         "default bf16, nf4 for qlora.",

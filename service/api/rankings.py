@@ -45,7 +45,7 @@ async def rankings(
     request: Request,
     read_model: ReadModelDep,
     costs: CostQueryDep,
-    workload: Annotated[str | None, Query(max_length=64)] = None,
+    workload: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     precision: Precision | None = None,
     sort: RankingSort = "performance",
     min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000, allow_inf_nan=False)] = None,
@@ -53,9 +53,11 @@ async def rankings(
     allow_stale: bool = False,
     stack: Stack | None = None,
     format: Format | None = None,
-    model: Annotated[str | None, Query(max_length=64, description="Model slug")] = None,
+    model: Annotated[
+        str | None, Query(min_length=1, max_length=64, description="Model slug")
+    ] = None,
     task: TaskName = "inference",
-    quant: Annotated[str | None, Query(max_length=32)] = None,
+    quant: Annotated[str | None, Query(min_length=1, max_length=32)] = None,
     context: Annotated[int | None, Query(ge=1, le=10_000_000)] = None,
     batch: Annotated[int, Query(ge=1, le=4096)] = 1,
     max_gpus: Annotated[int, Query(ge=1, le=8)] = 8,

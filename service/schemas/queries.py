@@ -21,7 +21,7 @@ class RecommendQuery(CostQuery):
     """/recommend's query parameters, validated as one model (cheaper than one by one)."""
 
     budget: float = Field(gt=0, le=MAX_BUDGET, allow_inf_nan=False, description="USD for all GPUs")
-    workload: str | None = Field(None, max_length=64)
+    workload: str | None = Field(None, min_length=1, max_length=64)
     precision: Precision | None = None
     min_memory_gb: float | None = Field(None, ge=0, le=10_000, allow_inf_nan=False)
     max_gpus: int = Field(4, ge=1, le=MAX_GPUS)
@@ -35,9 +35,13 @@ class RecommendQuery(CostQuery):
     sort: RecommendSort = "performance"
     max_power_w: float | None = Field(None, gt=0, le=1_000_000, allow_inf_nan=False)
     # An LLM ask instead of a fixed workload (see GET /memory for the memory model).
-    model: str | None = Field(None, max_length=64, description="Model slug (GET /models).")
+    model: str | None = Field(
+        None, min_length=1, max_length=64, description="Model slug (GET /models)."
+    )
     task: TaskName = "inference"
-    quant: str | None = Field(None, max_length=32, description="Weight format (default per task).")
+    quant: str | None = Field(
+        None, min_length=1, max_length=32, description="Weight format (default per task)."
+    )
     context: int | None = Field(None, ge=1, le=10_000_000, description="Tokens per sequence.")
     batch: int = Field(1, ge=1, le=4096)
     min_tokens_per_s: float | None = Field(None, gt=0, le=1e9, allow_inf_nan=False)

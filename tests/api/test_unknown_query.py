@@ -120,3 +120,24 @@ def test_results_filtered_by_an_unknown_slug_is_422_with_suggestions(client, nam
 def test_a_non_finite_number_is_422_saying_so_not_out_of_range(client, url, name):
     (error,) = client.get(url).json()["detail"]
     assert error["loc"] == ["query", name] and error["type"] == "finite_number"
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("/recommend?budget=800&model=", "model"),
+        ("/recommend?budget=800&workload=", "workload"),
+        ("/recommend?budget=800&model=llama-3.1-8b&quant=", "quant"),
+        ("/rankings?workload=", "workload"),
+        ("/rankings?model=", "model"),
+        ("/compare?gpu=nvidia-rtx-4090&workload=", "workload"),
+        ("/memory?model=llama-3.1-8b&quant=", "quant"),
+    ],
+)
+def test_an_empty_slug_is_422_naming_it_not_a_default_or_a_404(client, url, name):
+    """`model=` answered 404 "unknown model ''"; `workload=` and `quant=` answered the default
+    as if they were absent."""
+    response = client.get(url)
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["query", name] and error["type"] == "string_too_short"
