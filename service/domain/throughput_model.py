@@ -66,9 +66,11 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   measures it, where CUDA sat 0.45 higher: in a suite of CUDA and Metal cards an RX 7900 XTX
   was put at 0.69 of an RTX 4090 on Llama-3-8B Q4_K_M prompt processing and an Arc B580 at
   0.41, where the suite measuring them has the 7900 XTX at 0.18 and the B580 at 0.12 of an RTX
-  PRO 6000 Blackwell; carried as differences they are 0.19 and 0.11 of that card's estimate
-  (decode alike; leave-one-GPU-out and bench/heldout.py figures unchanged: no held-out GPU
-  there is the only card of its stack in its suite). Measured with the
+  PRO 6000 Blackwell; carried as differences they are 0.19 and 0.11 of that card's estimate.
+  Against each card's own measurement in the other suite this halves the prompt-processing
+  error and worsens decode (across_suites has the figures); leave-one-GPU-out and
+  bench/heldout.py figures are unchanged (no held-out GPU there is the only card of its stack
+  in its suite). Measured with the
   GPU-Insights tables as a suite of their own (bench/heldout.py, 7 tables): a GPU known from the
   corpus went from median MdAPE 17.7% to 11.9%, p90 36.5% to 24.2%, coverage 66.7% to 83.3%
   (the RTX 4090, above its spec in Lambda's rows, had been estimated 43% high there); a cold GPU
@@ -672,9 +674,19 @@ def across_suites(
     differences: each suite's work fit sets its own level, so a stack's term says something only
     against the other stacks of its suite. Pooled as absolute levels instead, ROCm took +0.04 on
     Llama-3-8B decode in a llama-bench suite of CUDA and Metal cards (CUDA +0.01 there), from a
-    suite where it stood 0.42 below CUDA: an RX 7900 XTX was put at 0.91 of an RTX 4090 on
-    Q4_K_M decode, where that suite measures it at 0.43 of an RTX PRO 6000 Blackwell (bandwidth
-    ratio 0.54). No entry where no suite of the phase shares a stack with this one."""
+    suite where it stood 0.42 below CUDA. No entry where no suite of the phase shares a stack
+    with this one.
+
+    Checked across the two llama-bench suites of Llama 2 7B Q4_0 and Llama 3 8B Q4_K_M: each card
+    measured in one and estimated in the other, against its own measurement scaled by the models'
+    layer bytes (decode, 3.68 / 4.21 GB) or parameters (prompt processing, 6.74 / 8.03 B); mean
+    |log error| of the cards this rule moves. Prompt processing, 6 cards (Radeon, Instinct, Arc,
+    Apple): 0.73 -> 0.31 (the Arc B580 +0.56 -> -0.46, the M3 Max -0.92 -> +0.11). Decode, 8 cards:
+    0.17 -> 0.29 (the RX 7900 XTX +0.13 -> -0.33, the Arc B580 +0.39 -> -0.09, the M1 Max -0.01 ->
+    +0.44). One CUDA card (an RTX PRO 6000 Blackwell) anchors the Llama 2 suite, so a difference
+    taken there carries that card's own deviation (-0.33 in decode where it is estimated, in the
+    other suite); decode is worse for it, prompt processing much better, 0.41 -> 0.30 over all
+    14."""
     by_kind: dict[str, dict[str, float]] = {}
     for (stack, kind), term in stack_terms.items():
         by_kind.setdefault(kind, {})[stack] = term
