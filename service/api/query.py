@@ -7,19 +7,23 @@ fields count by name or alias; sub-dependencies too) and rejects the rest. The a
 are computed once per route. HTML pages, outside the API schema, are left to show their own
 form errors. A parameter that takes one value, given twice (`/compare?gpu=a&gpu=b`), is a 422
 too: FastAPI keeps the last and silently drops the others. Repeats served by the answer cache
-never get here, and never need to: only answers to valid requests are stored.
+never get here, and never need to: only answers to valid requests are stored. On a route that
+needs a bearer token, a request without one is left to the route's 401: who asks is checked
+before what is asked (`GET /keys?x=1` answered 422 to anyone).
 """
 
 from collections import Counter
 from typing import Any
 
 from fastapi import Request
+from fastapi.security.http import HTTPBase
 
 from service.api.query_model import is_sequence, query_model_of
 from service.core.errors import InvalidInput
 
 # per route: (names it takes, names that take several values)
 _allowed: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+_bearer: dict[int, bool] = {}  # per route: whether it needs a bearer token (_needs_bearer)
 
 
 def _declared(dependant: Any) -> dict[str, bool]:
@@ -47,6 +51,21 @@ def _names(route: Any) -> tuple[frozenset[str], frozenset[str]]:
     return found
 
 
+def _needs_bearer(route: Any) -> bool:
+    """Whether the route (or a dependency of it) reads a bearer token; computed once per
+    route."""
+    found = _bearer.get(id(route))
+    if found is None:
+        found = _bearer[id(route)] = _reads_bearer(route.dependant)
+    return found
+
+
+def _reads_bearer(dependant: Any) -> bool:
+    return any(
+        isinstance(sub.call, HTTPBase) or _reads_bearer(sub) for sub in dependant.dependencies
+    )
+
+
 async def reject_unknown_query(request: Request) -> None:
     """422 listing each query parameter the route does not take, and each one-value parameter
     given more than once (GET only)."""
@@ -59,6 +78,8 @@ async def reject_unknown_query(request: Request) -> None:
     names = [name for name, _ in request.query_params.multi_items()]
     if len(names) == len(set(names)) and allowed.issuperset(names):
         return  # the common case, without counting
+    if "authorization" not in request.headers and _needs_bearer(route):
+        return  # the route answers 401 first: who asks comes before what is asked
     given = Counter(names)
     errors = [
         {

@@ -141,3 +141,13 @@ def test_an_empty_slug_is_422_naming_it_not_a_default_or_a_404(client, url, name
     assert response.status_code == 422, response.text
     (error,) = response.json()["detail"]
     assert error["loc"] == ["query", name] and error["type"] == "string_too_short"
+
+
+@pytest.mark.parametrize("url", ["/keys?x=1", "/hosts?x=1"])
+def test_a_route_that_needs_a_key_answers_401_before_judging_its_query(client, url):
+    """Who asks comes before what is asked: GET /keys?x=1 answered 422 to anyone."""
+    response = client.get(url)
+    assert response.status_code == 401, response.text
+    assert response.headers["www-authenticate"].lower().startswith("bearer")
+    public = client.get("/results?x=1")  # a public route still names the unknown parameter
+    assert public.status_code == 422
