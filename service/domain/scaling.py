@@ -64,6 +64,7 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 
 from service.domain.plausibility import superlinear
+from service.domain.throughput_model import NOMINAL_COVERAGE, conformal_quantile
 from service.domain.vocabulary import Mode
 
 ProfileKey = tuple[str, str, int]  # framework, interconnect, gpu_count
@@ -71,7 +72,6 @@ FALLBACK_FRAMEWORK = "default"
 FALLBACK_INTERCONNECT = "pcie"
 BRIDGED_GPUS = 2  # an NVLink bridge on PCIe cards joins this many cards
 MIN_GPUS = 2  # distinct GPUs behind a fitted row
-SCALING_COVERAGE = 0.8  # the nominal coverage of every band the service answers
 ANY_COUNT = 0  # scaling_half_widths' key for a link's every count
 ANY_LINK = ""  # and for every link
 
@@ -80,7 +80,7 @@ ANY_LINK = ""  # and for every link
 class Scaling:
     speedup: float  # throughput of `count` GPUs / throughput of one
     basis: str  # single | independent | profile:<fw>/<link> | fitted:<fw>/<link> | tensor-...
-    # log half-width of the speedup's band (SCALING_COVERAGE): how far measured boxes sit
+    # log half-width of the speedup's band (NOMINAL_COVERAGE): how far measured boxes sit
     # from the row it was read from (scaling_half_widths); 0 where nothing sizes it
     log_half_width: float = 0.0
 
@@ -348,14 +348,14 @@ def scaling_half_widths(
     assumed: Mapping[ProfileKey, float],
     fitted: Mapping[ProfileKey, FittedProfile],
 ) -> dict[tuple[str, int], float]:
-    """(interconnect, count) -> the SCALING_COVERAGE split-conformal quantile of |log(measured
-    efficiency / the row it would be scaled by)| over the poolable measured scalings of that
-    link and count (the fitted row where one exists, else the assumed one); a (link, count)
-    without any takes the quantile over every count of its link, then over every link (the
-    `None` keys below are those fallbacks). A speedup read from a profile was given the
-    single GPU's band alone: 8 x RTX 5090 by the fitted PCIe row answered +-3.5%, where the
-    measured 8-GPU PCIe boxes of the shipped corpus sit from that row by up to 21% (80%
-    quantile over 217 boxes)."""
+    """(interconnect, count) -> the split-conformal quantile at the bands' nominal coverage
+    (throughput_model.conformal_quantile) of |log(measured efficiency / the row it would be
+    scaled by)| over the poolable measured scalings of that link and count (the fitted row where
+    one exists, else the assumed one); a (link, count) without any takes the quantile over every
+    count of its link, then over every link (the ANY_COUNT and ANY_LINK keys below). A speedup
+    read from a profile was given the single GPU's band alone: 8 x RTX 5090 by the fitted PCIe
+    row answered +-3.5%, where the measured 8-GPU PCIe boxes of the shipped corpus sit from
+    that row by up to 21% (80% quantile over 217 boxes)."""
     errors: dict[tuple[str, int], list[float]] = defaultdict(list)
     for m in measured:
         if not m.poolable:
@@ -370,11 +370,13 @@ def scaling_half_widths(
     by_link: dict[str, list[float]] = defaultdict(list)
     for (link, _count), e in errors.items():
         by_link[link] += e
-    out = {key: _quantile(e) for key, e in errors.items()}
-    out |= {(link, ANY_COUNT): _quantile(e) for link, e in by_link.items()}
+    out = {key: conformal_quantile(e, NOMINAL_COVERAGE) for key, e in errors.items()}
+    out |= {
+        (link, ANY_COUNT): conformal_quantile(e, NOMINAL_COVERAGE) for link, e in by_link.items()
+    }
     everything = [x for e in errors.values() for x in e]
     if everything:
-        out[(ANY_LINK, ANY_COUNT)] = _quantile(everything)
+        out[(ANY_LINK, ANY_COUNT)] = conformal_quantile(everything, NOMINAL_COVERAGE)
     return out
 
 
@@ -384,9 +386,3 @@ def half_width(widths: Mapping[tuple[str, int], float], link: str, count: int) -
         if key in widths:
             return widths[key]
     return 0.0
-
-
-def _quantile(errors: list[float]) -> float:
-    """Split-conformal quantile at SCALING_COVERAGE: the ceil((n + 1) q)-th smallest."""
-    e = sorted(errors)
-    return e[min(math.ceil((len(e) + 1) * SCALING_COVERAGE), len(e)) - 1]
