@@ -7,8 +7,9 @@ from fastapi import APIRouter, Query
 
 from service.api.deps import CostQueryDep, ReadModelDep
 from service.domain.vocabulary import ConditionChoice, Precision
-from service.read_model.compare import MAX_COUNT, comparison
+from service.read_model.compare import comparison
 from service.read_model.reads import snapshot_key
+from service.schemas.queries import MAX_GPUS
 from service.schemas.tco import Comparison
 
 router = APIRouter(tags=["recommend"])
@@ -19,7 +20,7 @@ async def compare(
     read_model: ReadModelDep,
     costs: CostQueryDep,
     gpu: Annotated[str, Query(min_length=1, max_length=64)],
-    count: Annotated[int, Query(ge=1, le=MAX_COUNT)] = 1,
+    count: Annotated[int, Query(ge=1, le=MAX_GPUS)] = 1,
     workload: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     precision: Precision | None = None,
     condition: ConditionChoice = "any",

@@ -66,7 +66,6 @@ def _answer(
 
 async def _llm_answer(request: Request, read_model: ReadModelDep, q: RecommendQuery) -> Response:
     """/recommend for a model, task and format: configurations that fit, with headroom."""
-    assert q.model is not None
     ask = model_ask(q)
     limits = llm_limits(q)
     read = await read_model.llm(q.condition, ask, q.allow_stale)

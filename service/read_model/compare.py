@@ -7,9 +7,8 @@ from service.domain.recommend import Candidate
 from service.domain.tco import CostSettings
 from service.read_model.rows import price_info
 from service.read_model.snapshot import Snapshot
+from service.schemas.queries import MAX_GPUS
 from service.schemas.tco import BuySide, CloudOfferOut, Comparison
-
-MAX_COUNT = 8  # the most GPUs /compare takes (its count query bound)
 
 
 def _check_holds(snapshot: Snapshot, cand: Candidate, count: int) -> None:
@@ -18,8 +17,8 @@ def _check_holds(snapshot: Snapshot, cand: Candidate, count: int) -> None:
     that cannot hold the workload (a model file split by layers over them, else each GPU the
     workload's memory)."""
     avail = cand.availability
-    if avail.purchasable and count not in purchase_counts(avail, MAX_COUNT, one_job=True):
-        allowed = purchase_counts(avail, MAX_COUNT, one_job=True)
+    allowed = purchase_counts(avail, MAX_GPUS, one_job=True)
+    if avail.purchasable and count not in allowed:
         why = (
             "a complete computer runs a job alone (several run independent jobs: "
             "/recommend?mode=independent)"

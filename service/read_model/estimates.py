@@ -280,8 +280,8 @@ class EstimateModel:
         (mixed precision): a bf16 workload's GPUs without bf16 units at fp16 where the
         workload may run at fp16 (est.with_fp16_fallback)."""
         found = self.estimates(workload, workload.precision)
-        fixed_format = workload.quant is not None
-        if workload.precision != "bf16" or "fp16" not in precisions_for("bf16", fixed_format):
+        may_run = precisions_for(workload.precision, workload.quant is not None)
+        if workload.precision != "bf16" or "fp16" not in may_run:
             return found
         without = frozenset(g.slug for g in self.inputs.rows.values() if not g.bf16_tensor_tflops)
         return est.with_fp16_fallback(found, self.estimates(workload, "fp16"), without)

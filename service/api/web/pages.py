@@ -173,7 +173,6 @@ async def _model_answer(
 ) -> tuple[list[Recommendation], str | None, list[RankingItem], str]:
     """A model ask, as GET /recommend?model=... answers it (rows and hint), with the model's
     one-configuration-per-GPU ranking for the charts and the words naming the ask."""
-    assert q.model is not None
     ask = model_ask(q)
     read = await read_model.llm(q.condition, ask, q.allow_stale)
     items, hint = llm_rows.recommendation_rows(ask, read.data, llm_limits(q), q.framework, q.limit)
