@@ -687,38 +687,49 @@ def across_suites(
     taken there carries that card's own deviation (-0.33 in decode where it is estimated, in the
     other suite); decode is worse for it, prompt processing much better, 0.41 -> 0.30 over all
     14."""
-    by_kind: dict[str, dict[str, float]] = {}
-    for (stack, kind), term in stack_terms.items():
-        by_kind.setdefault(kind, {})[stack] = term
+    terms_of = _terms_by_kind(stack_terms)
     stacks = {stack for stack, _ in stack_terms}
     out: dict[tuple[str, str], float] = {}
-    for target, here in by_kind.items():
+    for target, here in terms_of.items():
         for stack in sorted(stacks - set(here)):
-            diffs = [
-                _difference(stack, there, here)
-                for kind, there in by_kind.items()
-                if kind != target and base_kind(kind) == base_kind(target) and stack in there
-            ]
-            found = [d for d in diffs if d is not None]
-            if found:
-                out[(stack, target)] = float(np.mean(found))
+            own = {kind: there[stack] for kind, there in terms_of.items() if stack in there}
+            carried = _carried(stack, target, terms_of, own)
+            if carried is not None:
+                out[(stack, target)] = carried
     return out
 
 
-def _difference(
-    stack: str, there: Mapping[str, float], here: Mapping[str, float], own: float | None = None
+def _terms_by_kind(stack_terms: Mapping[tuple[str, str], float]) -> dict[str, dict[str, float]]:
+    """(stack, kind) -> term, as kind -> stack -> term."""
+    out: dict[str, dict[str, float]] = {}
+    for (stack, kind), term in stack_terms.items():
+        out.setdefault(kind, {})[stack] = term
+    return out
+
+
+def _carried(
+    stack: str,
+    target: str,
+    terms_of: Mapping[str, Mapping[str, float]],
+    own: Mapping[str, float],
 ) -> float | None:
-    """`stack`'s term (`own`, else there's) against the stacks both suites have, carried here;
-    None where they share none."""
-    shared = (set(there) & set(here)) - {stack}
-    if not shared:
-        return None
-    term = there[stack] if own is None else own
-    return (
-        term
-        - float(np.mean([there[j] for j in shared]))
-        + float(np.mean([here[j] for j in shared]))
-    )
+    """`stack`'s term in suite `target` (across_suites): over the other suites of its phase,
+    the mean of its term there (`own`, by kind) less the mean term there of the stacks both
+    suites have, plus theirs here; None where no such suite shares a stack with `target`."""
+    here = terms_of.get(target, {})
+    found = []
+    for kind, term in own.items():
+        if kind == target or base_kind(kind) != base_kind(target):
+            continue
+        there = terms_of[kind]
+        shared = (set(there) & set(here)) - {stack}
+        if shared:
+            found.append(
+                term
+                - float(np.mean([there[j] for j in shared]))
+                + float(np.mean([here[j] for j in shared]))
+            )
+    return float(np.mean(found)) if found else None
 
 
 def stack_centre(
@@ -791,9 +802,7 @@ def _pooled_without_each_gpu(
             return 0.0
         return _shrink(_weighted_mean(items, values, weights), len(items), *components)
 
-    terms_of: dict[str, dict[str, float]] = {}
-    for (stack_name, kind), term in stack_terms.items():
-        terms_of.setdefault(kind, {})[stack_name] = term
+    terms_of = _terms_by_kind(stack_terms)
     out: dict[tuple[str, str], float] = {}
     for slug, mine in first_item.items():
         stack_name, group = stack_of[mine][0], group_of[mine]
@@ -803,18 +812,16 @@ def _pooled_without_each_gpu(
             if in_suite:
                 stack_term[kind] = pooled(in_suite, mean, stack_components)
                 continue
-            carried = [
-                _difference(
-                    stack_name, there, terms_of.get(kind, {}), pooled(held, mean, stack_components)
-                )
-                for other, there in terms_of.items()
+            own = {  # its term in each other suite of the phase, without this GPU's items
+                other: pooled(held, mean, stack_components)
+                for other in terms_of
                 if other != kind
                 and base_kind(other) == base_kind(kind)
                 and (held := [i for i in by_stack.get((stack_name, other), []) if i[0] != slug])
-            ]
-            found = [c for c in carried if c is not None]
-            if found:
-                stack_term[kind] = float(np.mean(found))
+            }
+            carried = _carried(stack_name, kind, terms_of, own)
+            if carried is not None:
+                stack_term[kind] = carried
                 continue
             same_stack = [
                 i for i in by_pooled.get((stack_name, base_kind(kind)), []) if i[0] != slug
