@@ -331,7 +331,13 @@ def _nearest_bytes_reference(
     that the throughput model's GPU, architecture and stack terms for decode carry over (an
     MI300X decodes with llama.cpp at about a third of its bandwidth; a bandwidth ratio alone
     put it at 5.3 x an RTX 4090 on Qwen3 8B Q4_K_M and 0.9 x on Llama 3.1 8B). The roofline
-    ratio of the two then moves the estimate, as it moves one along the context."""
+    ratio of the two then moves the estimate, as it moves one along the context. Models are
+    compared at the asked context, and of the nearest model's workloads the one whose token
+    count is nearest the asked context is taken, as for a measured model (decode_reference):
+    the throughput model's estimates of one model's token counts differ by more than the
+    roofline moves them (an architecture's term is per workload), and Qwen3 8B at 4,096 tokens
+    had rested on the Llama 3 8B count nearest in bytes per step while Llama 3.1 8B rested on
+    tg4096."""
     asked = llm_fit.decode_bytes_per_step(ask.model, ask.quant, ask.context, 1)
     formats = list(llm.quantizations())
     choices = []
@@ -342,11 +348,14 @@ def _nearest_bytes_reference(
         if quant is None:
             continue
         spec = models[m.model]
-        bytes_ = llm_fit.decode_bytes_per_step(spec, quant, _mean_context(m), 1)
-        choices.append((abs(math.log(bytes_ / asked)), m.tokens, m.workload, m, spec, quant))
+        bytes_ = llm_fit.decode_bytes_per_step(spec, quant, ask.context, 1)
+        nearest_context = abs(math.log(m.tokens / ask.context))
+        choices.append(
+            (abs(math.log(bytes_ / asked)), nearest_context, m.tokens, m.workload, m, spec, quant)
+        )
     if not choices:
         return None
-    *_, m, spec, quant = min(choices, key=lambda c: c[:3])
+    *_, m, spec, quant = min(choices, key=lambda c: c[:4])
     return m, (spec, quant)
 
 

@@ -482,8 +482,10 @@ def test_a_stack_never_measured_at_a_phase_gets_the_spread_between_stacks_in_its
     centre = sum(terms) / 2
     assert model.efficiency.stack_term("oneapi", "") == pytest.approx(centre, rel=1e-9)
     # the twin of a CUDA card, with the stacks' mean in place of CUDA's stack term and no
-    # architecture term (its (stack, architecture) group has no data)
-    cuda_terms = model.efficiency.stack_term("cuda", "") + model.efficiency.group[twin.group]
+    # architecture or (architecture, workload) term (its (stack, architecture) group has no data)
+    eff = model.efficiency
+    cuda_terms = eff.stack_term("cuda", "") + eff.group[twin.group]
+    cuda_terms += eff.workload_group[(twin.group, "conv")]
     expected = known.value * math.exp(centre - cuda_terms)
     assert unknown.value == pytest.approx(expected, rel=1e-9)
     width = math.log(unknown.high / unknown.low) / 2
@@ -601,3 +603,50 @@ def test_an_architectures_compute_and_graphics_dies_get_their_own_terms() -> Non
         p, b = model.predict(held, w), blind.predict(held, w)
         assert p is not None and b is not None
         assert abs(math.log(p.value / truth)) < 0.1 < abs(math.log(b.value / truth))
+
+
+def test_an_architecture_slow_on_one_workload_carries_that_to_a_card_nobody_measured() -> None:
+    """The cards of one architecture hold 0.6 of their rates on one workload and all of them
+    elsewhere (a kernel that architecture runs badly, or one lab's older software on it). The
+    (architecture, workload) term learns that from the measured cards, so a held-out card of
+    that architecture is estimated near its truth there, and its other workloads are not pulled
+    down with it; the other architecture is untouched."""
+    gpus, wls, obs = world(16, seed=29, noise=0.02)
+    slow = {g.slug for g in gpus if g.architecture == "a"}
+    obs = [
+        dataclasses.replace(o, median=o.median * 0.6)
+        if o.gpu in slow and o.workload == "attn"
+        else o
+        for o in obs
+    ]
+    held = {"g1", "g2"}  # one card of each architecture
+    model = tm.fit(gpus, wls, [o for o in obs if o.gpu not in held])
+    for g in gpus:
+        if g.slug not in held:
+            continue
+        for w in WORK:
+            truth = true_throughput(g, w) * (0.6 if g.slug in slow and w == "attn" else 1.0)
+            p = model.predict(g.slug, w)
+            assert p is not None and abs(math.log(p.value / truth)) < 0.1, (g.slug, w)
+
+
+def test_workload_terms_shrink_to_zero_without_a_spread_between_groups() -> None:
+    """Residuals that are noise around 0 in every (architecture, workload) cell give no term;
+    a cell far from the others gets most of its mean, and each GPU's term without itself is
+    its cell-mates' mean, shrunk (0 for a GPU alone in its cell)."""
+    specs = {f"a{i}": gpu(f"a{i}", 100, 10, 1000, arch="a") for i in range(4)}
+    specs |= {f"b{i}": gpu(f"b{i}", 100, 10, 1000, arch="b") for i in range(4)}
+    specs["c0"] = gpu("c0", 100, 10, 1000, arch="c")
+    rng = np.random.default_rng(31)
+    workloads = [f"w{j}" for j in range(6)]
+    beyond = {(g, w): float(rng.normal(0, 0.02)) for g in specs for w in workloads}
+    kinds = {w: "" for w in workloads}
+    terms, without = tm.pool_workload_terms(beyond, specs, kinds)
+    assert max(abs(t) for t in terms.values()) < 0.02
+    beyond |= {(f"a{i}", "w0"): math.log(0.6) + float(rng.normal(0, 0.02)) for i in range(4)}
+    terms, without = tm.pool_workload_terms(beyond, specs, kinds)
+    group_a = specs["a0"].group
+    assert terms[(group_a, "w0")] < math.log(0.75)
+    assert max(abs(t) for cell, t in terms.items() if cell != (group_a, "w0")) < 0.05
+    assert without[("a0", "w0")] < math.log(0.75)
+    assert without[("c0", "w0")] == 0.0
