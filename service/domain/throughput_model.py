@@ -713,23 +713,20 @@ def pool_workload_terms(
     that GPU. The variance components are per efficiency kind, from the cells with at least two
     GPUs (one-way ANOVA, unbalanced: tau^2 = (MSB - MSW) / n0); a cell of one GPU says nothing
     about how far its group's mean sits from the others', only how noisy it is."""
-    members: dict[tuple[tuple[str, str], str], list[float]] = {}
-    slugs: dict[tuple[tuple[str, str], str], list[str]] = {}
+    cells: dict[tuple[tuple[str, str], str], list[tuple[str, float]]] = {}
     for (gpu, w), v in beyond.items():
-        cell = (specs[gpu].group, w)
-        members.setdefault(cell, []).append(v)
-        slugs.setdefault(cell, []).append(gpu)
+        cells.setdefault((specs[gpu].group, w), []).append((gpu, v))
     by_kind: dict[str, list[list[float]]] = {}
-    for cell, values in members.items():
-        by_kind.setdefault(kinds.get(cell[1], ""), []).append(values)
-    components = {k: _anova_components(cells) for k, cells in by_kind.items()}
+    for (_, w), items in cells.items():
+        by_kind.setdefault(kinds.get(w, ""), []).append([v for _, v in items])
+    components = {k: _anova_components(values) for k, values in by_kind.items()}
     terms: dict[tuple[tuple[str, str], str], float] = {}
     without: dict[tuple[str, str], float] = {}
-    for cell, values in members.items():
+    for cell, items in cells.items():
         tau2, within = components[kinds.get(cell[1], "")]
-        terms[cell] = _shrink(float(np.mean(values)), len(values), tau2, within)
-        for i, gpu in enumerate(slugs[cell]):
-            others = values[:i] + values[i + 1 :]
+        terms[cell] = _shrink(float(np.mean([v for _, v in items])), len(items), tau2, within)
+        for gpu, _ in items:
+            others = [v for other, v in items if other != gpu]
             without[(gpu, cell[1])] = (
                 _shrink(float(np.mean(others)), len(others), tau2, within) if others else 0.0
             )
