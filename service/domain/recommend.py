@@ -188,7 +188,11 @@ def within_budget(
     """The first `limit` configurations (already ranked) that fit the budget and memory: each
     GPU `min_memory_gb`, and all of them together `together_gb` (a model file split by layers
     over them; N GPUs no faster than one only where N - 1 cannot hold that); the budget pays for
-    the GPUs plus `extra` (the bigger box N cards need, >= 0; None = unknown, counted as 0)."""
+    the GPUs plus `extra` (the bigger box N cards need, >= 0). N cards no sourced box holds
+    (`extra` None: 8 x RTX 5090 draw 4,600 W, more than any sourced rig supplies) are not
+    offered: counted at $0 of platform they undercut every box that can be priced (the eighth
+    card lowered the cost of ownership); a caller who prices the box (`platform_usd`) gets
+    them."""
     chosen: list[Configuration] = []
     for config in configs:
         memory = config.candidate.memory_gb
@@ -203,7 +207,10 @@ def within_budget(
             )
         ):
             continue  # the extra is never negative: no need to price the box
-        if config.total_price + (extra(config) or 0.0) <= budget:
+        box = extra(config)
+        if box is None and config.count > 1:
+            continue
+        if config.total_price + (box or 0.0) <= budget:
             chosen.append(config)
             if len(chosen) == limit:
                 break

@@ -17,7 +17,8 @@ Design decisions:
   the 11 cards on sale 3+ years is 0.885 a year (RTX 30 and 40, RX 7900, A10): 69% after 3.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
-  that exists, never an interpolated one); no box that holds them means 0 and `why` says so; a
+  that exists, never an interpolated one); no box that holds them means 0 and `why` says so
+  (/recommend does not offer such a count: recommend.within_budget); a
   caller's `platform_usd` replaces the table.
 - Budget: a buyer of one card puts it in the PC they have; N cards need an N-GPU box. So a
   configuration of N > 1 cards fits a budget only with the box's extra cost over the one-GPU

@@ -1082,7 +1082,8 @@ def with_more_gpus(
     k + 1 .. max_gpus of them, sharded data parallel at the framework's profile (what a lab
     spends a larger budget on: 8 x H100 PCIe for LoRA on a 70B, not only the fewest cards
     that hold it). Counts that add no speed are left out; the memory and headroom are those
-    of the larger count."""
+    of the larger count. A complete computer (a Mac Studio, a DGX Spark) runs a job alone: two
+    of them are two machines on a network, not one box of GPUs (most_on_one_job)."""
     if ask.phase != "train":
         return fitting
     out = list(fitting)
@@ -1091,7 +1092,7 @@ def with_more_gpus(
         if o.basis != "estimated" or o.replicas > 1 or gpu.unit_gpus > 1 or not o.speedup > 0:
             continue
         last = o.speedup
-        for n in range(o.count + 1, max_gpus + 1):
+        for n in range(o.count + 1, most_on_one_job(gpu.sold_as, max_gpus) + 1):
             s = _parallel_scaling(data, framework, gpu, n)
             if not s.speedup > last:
                 continue
@@ -1233,10 +1234,14 @@ def _undominated(found: list[LlmOption], data: LlmData, costs: CostSettings) -> 
 
 
 def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list[LlmOption]:
+    """The priced options within the budget, speed and power limits; N cards that no sourced
+    box holds are left out, as for a workload ask (recommend.within_budget), unless the caller
+    prices the platform."""
     return [
         o
         for o in fitting
         if o.gpu.price is not None
+        and (o.count == 1 or platform_extra(o, data, limits.costs) is not None)
         and _cost(o, data, limits.costs) <= limits.budget
         and limits.fast_enough(o)
         and limits.within_power(o)

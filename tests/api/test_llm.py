@@ -623,7 +623,9 @@ def test_independent_mode_offers_copies_at_copies_times_one_copys_throughput(cli
 
 def test_copies_on_more_cards_than_four_pay_for_the_sourced_eight_gpu_box(client):
     """5-8 cards need the 8-GPU box (platforms.csv's 8x RTX 3090 rig; no smaller row holds
-    them): its extra over a one-GPU PC is in the budget and said, not $0."""
+    them): its extra over a one-GPU PC is in the budget and said, not $0. Cards whose draw
+    that rig's supplies do not carry are not offered at all (no sourced box holds them, and
+    a box counted at $0 would undercut every priced one), unless the asker prices the box."""
     from service.catalog.loaders import load_platforms
 
     rows = {p.gpu_count: p for p in load_platforms()}
@@ -639,12 +641,13 @@ def test_copies_on_more_cards_than_four_pay_for_the_sourced_eight_gpu_box(client
     assert big, "copies on 5-8 cards are offered"
     psu_w = rows[8].psu_w
     for item in big:
-        if item["tdp_w"] <= psu_w:  # the rig's supplies carry the cards' TDPs
-            assert f"+ ${extra:,.0f} for the box of {item['count']} GPUs over" in item["why"]
-        else:
-            draw = f"{item['tdp_w']:,.0f} W"
-            assert f"no sourced box for {item['count']} GPUs drawing {draw}" in item["why"]
-    assert any(i["tdp_w"] <= psu_w for i in big) and any(i["tdp_w"] > psu_w for i in big)
+        assert item["tdp_w"] <= psu_w  # the rig's supplies carry the cards' TDPs
+        assert f"+ ${extra:,.0f} for the box of {item['count']} GPUs over" in item["why"]
+    priced = client.get(
+        "/recommend", params={**ask, "mode": "independent", "limit": 50, "platform_usd": 9000}
+    ).json()["recommendations"]
+    beyond = [i for i in priced if i["sold_as"] == "card" and i["tdp_w"] > psu_w]
+    assert beyond, "with the box priced by the asker, heavier copies are offered"
 
 
 def test_the_smaller_format_hint_costs_what_the_budget_check_costs(client):
@@ -974,6 +977,20 @@ def test_a_training_ask_may_spend_its_budget_on_more_gpus_than_the_fewest(client
         r["gpu"]: r["count"] for r in client.get("/rankings", params=infer).json()["items"]
     }
     assert all(r["count"] == fewest_infer[r["gpu"]] for r in inference.json()["recommendations"])
+
+
+def test_a_training_ask_never_shards_over_several_complete_computers(client):
+    """A Mac Studio or a DGX Spark is a computer of its own: several of them train one model
+    only over a network, which no profile here measures; they are offered one at a time (the
+    workload asks and /compare refuse the same)."""
+    ask = {"model": "llama-3.1-70b", "task": "qlora", "budget": 40000, "max_gpus": 4}
+    rows = client.get("/recommend", params={**ask, "limit": 50, "allow_stale": "true"}).json()[
+        "recommendations"
+    ]
+    systems = [r for r in rows if r["sold_as"] == "system"]
+    assert systems, [(r["gpu"], r["count"]) for r in rows]
+    assert all(r["count"] == 1 for r in systems), [(r["gpu"], r["count"]) for r in systems]
+    assert any(r["count"] > 1 and r["sold_as"] == "card" for r in rows)
 
 
 def test_the_no_fit_hint_asks_for_more_gpus_only_below_the_most_allowed(client):

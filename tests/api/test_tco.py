@@ -430,3 +430,17 @@ def test_rankings_of_a_model_file_keep_its_memory_whatever_min_memory_gb_asks(cl
     assert len(wider.json()["items"]) > len(
         client.get("/rankings", params={"workload": "resnet50-train"}).json()["items"]
     )
+
+
+def test_no_configuration_without_a_sourced_box_is_offered_unless_the_box_is_priced(client):
+    """8 x RTX 5090 draw 4,600 W, more than the sourced 8-GPU rig's supplies: counted at $0 of
+    platform, the eighth card lowered the cost of ownership below seven's. It is offered only
+    when the asker prices the box (`platform_usd`)."""
+    ask = {"budget": 60000, "max_gpus": 8, "limit": 50}
+    rows = client.get("/recommend", params=ask).json()["recommendations"]
+    assert rows
+    assert all("no sourced box" not in r["why"] for r in rows), [r["why"] for r in rows]
+    assert not any(r["gpu"] == "nvidia-rtx-5090" and r["count"] == 8 for r in rows)
+    priced = client.get("/recommend", params={**ask, "platform_usd": 8000}).json()
+    eight = [r for r in priced["recommendations"] if r["gpu"] == "nvidia-rtx-5090"]
+    assert any(r["count"] == 8 for r in eight), [(r["gpu"], r["count"]) for r in eight]
