@@ -261,7 +261,10 @@ def _inside(a: Option, b: Option) -> bool:
 
 def rank(options: Sequence[Option]) -> list[Option]:
     """By throughput; inside a tier of mutually overlapping bands, fewer GPUs, then more
-    headroom first."""
+    headroom first, except between counts of one GPU: those keep throughput order. Their bands
+    overlap because they share the one-GPU estimate, not because their order is uncertain: 8 x
+    H100 PCIe is faster than 7 x whatever the card does alone, and "fewer GPUs" had put the 7
+    (~3,639 tokens/s) first on a $300,000 LoRA ask that buys the 8 (~4,156)."""
     ordered = sorted(options, key=lambda o: (-o.throughput, o.price, o.slug, o.count))
     out: list[Option] = []
     i = 0
@@ -273,9 +276,20 @@ def rank(options: Sequence[Option]) -> list[Option]:
             tier.append(ordered[j])
             j += 1
         tier.sort(key=_headroom_key)
-        out.extend(tier)
+        out.extend(_counts_of_one_gpu_by_throughput(tier))
         i = j
     return out
+
+
+def _counts_of_one_gpu_by_throughput(tier: list[Option]) -> list[Option]:
+    """`tier` with each GPU's options put in throughput order in the places they hold."""
+    by_slug: dict[str, list[Option]] = {}
+    for o in tier:
+        by_slug.setdefault(o.slug, []).append(o)
+    for same in by_slug.values():
+        same.sort(key=lambda o: (-o.throughput, o.count))
+    taken = {slug: iter(same) for slug, same in by_slug.items()}
+    return [next(taken[o.slug]) for o in tier]
 
 
 def undominated(options: Sequence[Option]) -> list[Option]:

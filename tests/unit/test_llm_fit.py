@@ -152,9 +152,9 @@ def test_inside_each_others_bands_fewer_gpus_rank_before_more_headroom():
 
 
 def test_the_reason_a_slower_option_ranks_first_names_only_what_holds():
-    """Seven RTX 3090s beside eight, faster with more room per GPU: the seven rank first for
-    their count alone, and the reason must not claim room they do not have."""
-    eight = dataclasses.replace(option("3090", 6699, 0.3, batch=9), count=8)
+    """Seven RTX 3090s beside eight RTX 3080 Ti, faster with more room per GPU: the seven rank
+    first for their count alone, and the reason must not claim room they do not have."""
+    eight = dataclasses.replace(option("3080ti", 6699, 0.3, batch=9), count=8)
     seven = dataclasses.replace(option("3090", 5867, 0.3, batch=7), count=7)
     assert llm_fit.rank([eight, seven]) == [seven, eight]
     assert llm_fit.ranked_above_because(seven, eight) == ("fewer GPUs",)
@@ -162,6 +162,24 @@ def test_the_reason_a_slower_option_ranks_first_names_only_what_holds():
     fast = option("a", 110, 0.2, batch=2)
     assert llm_fit.rank([fast, roomy])[0] is roomy
     assert llm_fit.ranked_above_because(roomy, fast) == ("larger batch",)
+
+
+def test_more_of_one_gpu_ranks_by_throughput_inside_overlapping_bands():
+    """Eight H100 PCIe beside seven and five of them, all inside each other's bands (they share
+    the one-GPU estimate): the faster count first; another GPU inside the tier with fewer
+    cards still ranks before them."""
+    h100 = [
+        dataclasses.replace(option("h100", value, 0.3, batch=4), count=n)
+        for n, value in ((5, 2605), (7, 3639), (8, 4156))
+    ]
+    other = dataclasses.replace(option("h200", 3500, 0.3, batch=4), count=4)
+    ranked = llm_fit.rank([*h100, other])
+    assert [(o.slug, o.count) for o in ranked] == [
+        ("h200", 4),
+        ("h100", 8),
+        ("h100", 7),
+        ("h100", 5),
+    ]
 
 
 def test_outside_the_bands_throughput_ranks_first():
