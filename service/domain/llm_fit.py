@@ -33,6 +33,15 @@ of the weights, so decode takes scaling.tensor_parallel's speedup (bandwidth add
 stated interconnect cost), as a fixed decode workload does. Training over N GPUs uses the
 framework's scaling profile.
 
+A decode ask of a model no measured workload has the shape of rests on another model's
+workload, moved by the ratio of the two rooflines (read_model/llm.py, _nearest_bytes_reference);
+its band widens in quadrature by how far that ratio misses between measured models on one GPU
+(transfer_half_width: the conformal 80% quantile of |log error| over every pair of one-GPU
+decode results of two models on the same GPU). On the shipped corpus, 640 such pairs of the
+Llama 3 models (8B Q4_K_M, 8B F16, 70B Q4_K_M, each token count): 0.35 in log (median 0.16;
+the 8B Q4_K_M runs 0.23 below what the 70B's rate and the roofline ratio say). Kept to its
+single reference's band, Qwen3 30B-A3B Q4_K_M on an RTX 3090 was ~208 tokens/s, likely 201-215.
+
 Ranking: throughput first; configurations whose values lie inside each other's bands form a
 tier, and inside a tier fewer GPUs rank first (as fast within what the estimates can tell, and
 one card needs no split, no bigger box and less power: 2 x RX 7900 XT at ~100 tokens/s and
@@ -61,6 +70,7 @@ from service.domain.estimate import (
     PRIOR_BANDWIDTH_UTILISATION,
     PRIOR_COMPUTE_UTILISATION,
 )
+from service.domain.throughput_model import conformal_quantile
 from service.domain.vocabulary import MAD_TO_SIGMA
 
 GIB = 2**30
@@ -337,3 +347,31 @@ def _headroom_key(o: Option) -> tuple[int, float, float, float, float, str]:
         o.price,
         o.slug,
     )
+
+
+@dataclass(frozen=True)
+class DecodePoint:
+    """One GPU's measured one-GPU decode rate of a model, and its roofline there."""
+
+    gpu: str
+    model: str
+    measured: float
+    roofline: float
+
+
+def transfer_half_width(points: Iterable[DecodePoint], coverage: float) -> float:
+    """The conformal `coverage` quantile of |log error| of moving one model's measured decode
+    rate to another model's on the same GPU by the ratio of their rooflines, over every such
+    pair; 0 with none (then no model was measured beside another on one GPU)."""
+    by_gpu: dict[str, list[DecodePoint]] = {}
+    for p in points:
+        if p.measured > 0 and p.roofline > 0:
+            by_gpu.setdefault(p.gpu, []).append(p)
+    errors = [
+        abs(math.log(b.measured / (a.measured * b.roofline / a.roofline)))
+        for same in by_gpu.values()
+        for a in same
+        for b in same
+        if a.model != b.model
+    ]
+    return conformal_quantile(errors, coverage) if errors else 0.0

@@ -79,6 +79,7 @@ from service.domain.prices import (
 from service.domain.recommend import narrowed, per_dollar_spent, widened
 from service.domain.scaling import Profiles, Scaling
 from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
+from service.domain.throughput_model import NOMINAL_COVERAGE
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
 from service.models import Aggregate, Gpu, Price, Workload
 from service.read_model.costing import (
@@ -238,6 +239,9 @@ class LlmData:
     # fitting configurations per ask, kept for the data's lifetime (options); a per-ask copy
     # (LlmRead.data, dataclasses.replace) shares this dict with the shared LlmData
     kept_options: dict[Hashable, tuple["LlmOption", ...]] = field(default_factory=dict)
+    # log half-width a decode estimate moved from another model's workload widens by
+    # (llm_fit.transfer_half_width over the measured one-GPU decode results)
+    decode_transfer_half_width: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -433,7 +437,29 @@ def load(
         load_ownership(session, today, max_age_days, every_price),
         today,
         max_age_days,
+        decode_transfer_half_width=_decode_transfer_half_width(measured, rows),
     )
+
+
+def _decode_transfer_half_width(measured: list[Measured], gpus: list[GpuRow]) -> float:
+    """llm_fit.transfer_half_width over the one-GPU decode results of catalog models."""
+    by_slug = {g.slug: g for g in gpus}
+    models = llm.models()
+    formats = list(llm.quantizations())
+    points = []
+    for m in measured:
+        gpu = by_slug.get(m.gpu)
+        quant = memory.find_quantization(m.quant, formats)
+        if m.phase != "decode" or m.count != 1 or gpu is None or quant is None:
+            continue
+        if m.model not in models:
+            continue
+        roof = llm_fit.roofline_tokens_per_s(
+            models[m.model], quant, "decode", _mean_context(m), 1, gpu.bandwidth_gbs,
+            _peak(gpu, quant),
+        )  # fmt: skip
+        points.append(llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof))
+    return llm_fit.transfer_half_width(points, NOMINAL_COVERAGE)
 
 
 # ---------------------------------------------------------------- throughput
@@ -648,7 +674,7 @@ def _options(
             n,
             speedup,
             scaling_basis,
-            m.workload if m else _reference_source(reference),
+            m.workload if m else _reference_source(reference, _transfer(kind, data)),
             stack_measured=reference is None or reference[1].stack_measured,
             precision="" if reference is None else reference[1].precision,
             scaling_width=width,
@@ -703,19 +729,38 @@ def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, flo
     return m.value.median * math.exp(-half), m.value.median * math.exp(half)
 
 
-def _reference_source(reference: tuple[str, Estimate] | None) -> str | None:
+def _transfer(kind: str, data: LlmData) -> float | None:
+    """The log half-width a decode value moved from another model's workload adds to its band
+    (_scaled_decode_reference); None where the value rests on the asked model's shape."""
+    ref = data.decode_reference
+    if kind != "workload-scaled" or ref is None or ref.model is None:
+        return None
+    return data.decode_transfer_half_width
+
+
+def _reference_source(
+    reference: tuple[str, Estimate] | None, transfer: float | None = None
+) -> str | None:
     """What a scaled value rests on (_reference_estimate): 'llama-3-8b-q4_k_m-tg4096 as measured
     on this GPU (median of 3 results)', 'the throughput model's value for this GPU on ...,
     fitted to 18 measured GPUs', or for llm-train with nothing measured on it, the work per
-    FLOP it borrows."""
+    FLOP it borrows; for another model's workload (`transfer`), what its band adds for that."""
     if reference is None:
         return None
     workload, e = reference
+    other = (
+        ""
+        if transfer is None
+        else (
+            f" (another model, so its band adds x{math.exp(transfer):.2f} either way: how "
+            "far the roofline ratio misses between models measured on one GPU)"
+        )
+    )
     if e.basis == "measured":
-        return f"{workload} as measured on this GPU (median of {counted(e.n, 'result')})"
+        return f"{workload} as measured on this GPU (median of {counted(e.n, 'result')}){other}"
     model = f"the throughput model's value for this GPU on {workload}"
     if e.n:
-        return f"{model}, fitted to {e.n} measured GPUs"
+        return f"{model}, fitted to {e.n} measured GPUs{other}"
     return f"{model}, nothing measured on it: work per FLOP of measured training workloads"
 
 
@@ -790,7 +835,9 @@ def _scaled_reference(
     TRAIN_REFERENCE estimate scaled by FLOPs per token. None without one (a training ask whose
     learned efficiency has data of its own, a measured LLM training result, also takes none)."""
     if ask.phase == "decode":
-        return _scaled_decode_reference(ask, gpu, data.decode_reference)
+        return _scaled_decode_reference(
+            ask, gpu, data.decode_reference, data.decode_transfer_half_width
+        )
     ref = data.train_reference
     if ask.phase != "train" or learned.efficiency.n or ref is None:
         return None
@@ -810,12 +857,15 @@ def _usable_estimate(estimates: dict[str, Estimate], slug: str) -> Estimate | No
 
 
 def _scaled_decode_reference(
-    ask: llm_fit.Ask, gpu: GpuRow, ref: DecodeReference | None
+    ask: llm_fit.Ask, gpu: GpuRow, ref: DecodeReference | None, transfer: float = 0.0
 ) -> tuple[float, float, float, int] | None:
     """The reference workload's single-GPU estimate x roofline(asked context and batch) /
     roofline(the workload's mean context, batch 1): the model's own GPU, architecture, stack
     and board-power terms and its calibrated band, moved along the roofline only by the KV
-    traffic the context adds (the weights are the same bytes)."""
+    traffic the context adds (the weights are the same bytes). A reference of another model
+    (ref.model set) moves by the two models' rooflines too, and its band widens in quadrature
+    by `transfer`, how far that move misses between measured models (llm_fit module
+    docstring)."""
     e = _usable_estimate(ref.estimates, gpu.slug) if ref is not None else None
     if ref is None or e is None:
         return None
@@ -831,7 +881,10 @@ def _scaled_decode_reference(
     if not reference > 0:
         return None
     one = e.value * roof(ask.model, ask.quant, ask.context, ask.batch) / reference
-    return one, math.log(e.value / e.low), math.log(e.high / e.value), e.n
+    below, above = math.log(e.value / e.low), math.log(e.high / e.value)
+    if ref.model is not None:
+        below, above = math.hypot(below, transfer), math.hypot(above, transfer)
+    return one, below, above, e.n
 
 
 # ---------------------------------------------------------------- rows

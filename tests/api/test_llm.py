@@ -919,29 +919,59 @@ def test_model_asks_say_performance_relative_to_the_reference_gpu(client):
     assert all(r["relative_performance"] is None for r in too_big)  # 8 x 24 GB hold no 405B
 
 
+def _qwen_and_llama_rankings(db, client, seeded: str) -> tuple[dict, dict, list[str]]:
+    """Seed the corpus rows of workloads starting with `seeded`, then rank Qwen3 8B (no
+    measured decode workload of its shape) and Llama 3.1 8B (Llama 3 8B's shape) at Q4_K_M:
+    each by GPU, and the GPUs where Llama's value is scaled from a measured workload."""
+    from service.catalog.corpus import load_corpus
+    from service.catalog.seed_results import seed_results
+
+    with Session(db) as session:
+        seed_results(session, [r for r in load_corpus() if r.workload.startswith(seeded)])
+        session.commit()
+    client.app.state.read_model.changed()
+
+    def ranked(model: str) -> dict:
+        params = {"quant": "q4_k_m", "model": model}
+        return {r["gpu"]: r for r in client.get("/rankings", params=params).json()["items"]}
+
+    qwen, llama = ranked("qwen3-8b"), ranked("llama-3.1-8b")
+    both = [g for g in qwen if g in llama and llama[g]["model"] == "workload-scaled"]
+    assert len(both) > 20
+    return qwen, llama, both
+
+
+def test_a_model_of_no_measured_shape_has_its_band_widened_by_the_transfer_error(db, client):
+    """Moved from another model's measured workload by the roofline ratio, a decode value is
+    only as good as that ratio: its band adds, in quadrature, the conformal 80% quantile of the
+    ratio's misses between models measured on one GPU (here Llama 3 8B and 70B). Kept to the
+    reference's own band, an RTX 3090 on Qwen3 30B-A3B was 201-215 tokens/s."""
+    qwen, llama, both = _qwen_and_llama_rankings(db, client, "llama-3-")
+    ask = {"quant": "q4_k_m"}
+
+    def half_width(r):
+        return math.log(r["throughput_high"] / r["throughput"])
+
+    widened = [half_width(qwen[g]) - half_width(llama[g]) for g in both]
+    assert min(widened) > 0.1, widened  # the Llama 3 pairs miss by 0.2-0.4 in log at 80%
+    why = client.get("/recommend", params={**ask, "model": "qwen3-8b", "budget": 3000}).json()[
+        "recommendations"
+    ][0]["why"]
+    assert "another model, so its band adds x1." in why, why
+    same_shape = client.get(
+        "/recommend", params={**ask, "model": "llama-3.1-8b", "budget": 3000}
+    ).json()["recommendations"]
+    assert all("another model" not in r["why"] for r in same_shape)
+
+
 def test_a_model_of_no_measured_shape_keeps_each_gpus_decode_terms(db, client):
     """Qwen3 8B has no measured decode workload of its shape: it takes the throughput model's
     estimate of the measured decode workload nearest in bytes per token (a Llama 3 8B one),
     moved by the roofline, so each GPU keeps its stack's and architecture's decode terms. A
     bandwidth ratio alone put an MI300X at 5.3 x an RTX 4090 on it and 1.1 x on Llama 3.1 8B."""
-    from service.catalog.corpus import load_corpus
-    from service.catalog.seed_results import seed_results
-
-    with Session(db) as session:
-        seed_results(session, [r for r in load_corpus() if r.workload.startswith("llama-3-8b-")])
-        session.commit()
-    client.app.state.read_model.changed()
+    qwen, llama, both = _qwen_and_llama_rankings(db, client, "llama-3-8b-")
+    assert all(qwen[g]["model"] == "workload-scaled" for g in both)
     ask = {"quant": "q4_k_m"}
-    qwen = {
-        r["gpu"]: r
-        for r in client.get("/rankings", params={**ask, "model": "qwen3-8b"}).json()["items"]
-    }
-    llama = {
-        r["gpu"]: r
-        for r in client.get("/rankings", params={**ask, "model": "llama-3.1-8b"}).json()["items"]
-    }
-    both = [g for g in qwen if g in llama and llama[g]["model"] == "workload-scaled"]
-    assert len(both) > 20 and all(qwen[g]["model"] == "workload-scaled" for g in both)
     ratios = [qwen[g]["throughput"] / llama[g]["throughput"] for g in both]
     assert max(ratios) / min(ratios) < 1.15, ratios  # one model's bytes over the other's
     assert (

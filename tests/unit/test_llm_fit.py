@@ -283,3 +283,22 @@ def test_a_split_asked_for_training_is_counted_as_memory_breakdown_counts_it():
         assert asked == memory.gpus_needed(model, llm_fit.capacity_gb(24), 8, **kwargs)
     assert memory.memory_breakdown(model, gpus=3, split="tensor", **kwargs).split == "sharded"
     assert memory.split_fits(model, 3, "sharded")
+
+
+def test_transfer_half_width_is_the_conformal_quantile_of_the_roofline_misses():
+    """Two models on three GPUs: the roofline ratio holds on two and misses by 2x on the
+    third; a GPU with one model only gives no pair."""
+    point = llm_fit.DecodePoint
+    points = [
+        point("a", "8b", 100.0, 1000.0),
+        point("a", "70b", 10.0, 100.0),
+        point("b", "8b", 50.0, 500.0),
+        point("b", "70b", 5.0, 50.0),
+        point("c", "8b", 100.0, 1000.0),
+        point("c", "70b", 20.0, 100.0),
+        point("d", "8b", 1.0, 1.0),
+    ]
+    # six ordered pairs, |log error| 0, 0, 0, 0, ln 2, ln 2; rank ceil(7 x 0.8) = 6
+    assert llm_fit.transfer_half_width(points, 0.8) == pytest.approx(math.log(2))
+    assert llm_fit.transfer_half_width(points, 0.5) == pytest.approx(0.0)
+    assert llm_fit.transfer_half_width(points[-1:], 0.8) == 0.0
