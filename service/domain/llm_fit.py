@@ -47,8 +47,9 @@ tier, and inside a tier fewer GPUs rank first (as fast within what the estimates
 one card needs no split, no bigger box and less power: 2 x RX 7900 XT at ~100 tokens/s and
 $2,249 with their box had ranked above one RX 7900 XTX at ~122 and $781 for its larger
 context), then more headroom (largest batch, then context, that still fits); equal headroom
-keeps throughput order, then the lower price. Tiers are formed among the configurations that
-are offered (within budget), led by the fastest left.
+keeps throughput order, then the lower price. Counts of one GPU keep throughput order inside
+a tier (rank). Tiers are formed among the configurations that are offered (within budget), led
+by the fastest left.
 
 A recommendation offers no dominated configuration: one that another offered configuration
 beats on every count a buyer weighs (at least as many tokens/s, a cost no higher, at least as
