@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from service.domain import estimate as est
 from service.domain.prices import PriceObservation, current_price
-from service.domain.recommend import Candidate, configurations, within_budget
+from service.domain.recommend import Candidate, configurations, why_body, within_budget
 from service.domain.scaling import Scaling, efficiency, scaling
 
 TRAIN = est.WorkloadShape(flops_per_unit=2.45e10, memory_bound=False, precision="fp16")
@@ -200,6 +200,17 @@ def test_measured_multi_gpu_result_overrides_the_profile_even_above_linear():
     two = next(c for c in configs if c.count == 2)
     assert two.throughput == 205.0 and two.scaling_basis == "measured" and two.n == 4
     assert two.speedup == pytest.approx(2.05)
+    # the answer says that a measured ratio above linear is two runs, not a scaling
+    assert "above 2x linear: the 2-GPU and one-GPU medians are different runs" in why_body(
+        two, "images/s", "a", 0.0
+    )
+    below = configurations(
+        cands,
+        2,
+        lambda c, n: scaling(PROFILES, "parallel", "pytorch", "pcie", n),
+        {("a", 2): est.Measurement(190.0, 4, 2.0)},
+    )
+    assert "linear" not in why_body(next(c for c in below if c.count == 2), "images/s", "a", 0.0)
 
 
 def test_n_gpus_no_faster_than_one_are_never_offered():
