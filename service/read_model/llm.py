@@ -45,7 +45,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import cached_property, partial
@@ -443,23 +443,41 @@ def load(
 
 def _decode_transfer_half_width(measured: list[Measured], gpus: list[GpuRow]) -> float:
     """llm_fit.transfer_half_width over the one-GPU decode results of catalog models."""
+    points = (
+        llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof)
+        for m, roof in _one_gpu_rooflines(measured, gpus, "decode")
+    )
+    return llm_fit.transfer_half_width(points, NOMINAL_COVERAGE)
+
+
+def _one_gpu_rooflines(
+    measured: list[Measured], gpus: list[GpuRow], phase: str
+) -> Iterator[tuple[Measured, float]]:
+    """Each one-GPU result of `phase` of a catalog model, format and GPU, with its roofline
+    (tokens/s at the result's mean context, batch 1): what learn's efficiency and the decode
+    transfer band both measure against."""
     by_slug = {g.slug: g for g in gpus}
     models = llm.models()
     formats = list(llm.quantizations())
-    points = []
+    phase_lit = _phase_literal(phase)
     for m in measured:
+        if m.phase != phase or m.count != 1:
+            continue
+        spec = models.get(m.model)
         gpu = by_slug.get(m.gpu)
         quant = memory.find_quantization(m.quant, formats)
-        if m.phase != "decode" or m.count != 1 or gpu is None or quant is None:
+        if spec is None or gpu is None or quant is None:
             continue
-        if m.model not in models:
-            continue
-        roof = llm_fit.roofline_tokens_per_s(
-            models[m.model], quant, "decode", _mean_context(m), 1, gpu.bandwidth_gbs,
-            _peak(gpu, quant),
-        )  # fmt: skip
-        points.append(llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof))
-    return llm_fit.transfer_half_width(points, NOMINAL_COVERAGE)
+        yield (
+            m,
+            llm_fit.roofline_tokens_per_s(
+                spec, quant, phase_lit, _mean_context(m), 1, gpu.bandwidth_gbs, _peak(gpu, quant)
+            ),
+        )
+
+
+def _phase_literal(phase: str) -> memory.Phase:
+    return "decode" if phase == "decode" else "prefill" if phase == "prefill" else "train"
 
 
 # ---------------------------------------------------------------- throughput
@@ -486,24 +504,11 @@ class Learned:
 
 def learn(data: LlmData, phase: str) -> Learned:
     """Efficiency over every measured single GPU of `phase`; N-GPU / 1-GPU ratios per N."""
-    by_slug = {g.slug: g for g in data.gpus}
-    phase_lit: memory.Phase = (
-        "decode" if phase == "decode" else "prefill" if phase == "prefill" else "train"
-    )
     ratios = []
     single: dict[tuple[str, str], float] = {}
-    for m in data.measured:
-        spec = llm.models().get(m.model)
-        gpu = by_slug.get(m.gpu)
-        quant = memory.find_quantization(m.quant, list(llm.quantizations()))
-        if m.phase != phase or spec is None or gpu is None or quant is None:
-            continue
-        if m.count == 1:
-            single[(m.workload, m.gpu)] = m.value.median
-            roof = llm_fit.roofline_tokens_per_s(
-                spec, quant, phase_lit, _mean_context(m), 1, gpu.bandwidth_gbs, _peak(gpu, quant)
-            )
-            ratios.append(m.value.median / roof)
+    for m, roof in _one_gpu_rooflines(data.measured, data.gpus, phase):
+        single[(m.workload, m.gpu)] = m.value.median
+        ratios.append(m.value.median / roof)
     multi = [
         m
         for m in data.measured
@@ -513,7 +518,7 @@ def learn(data: LlmData, phase: str) -> Learned:
         single, (((m.workload, m.gpu), m.count, m.value.median) for m in multi)
     )
     formats = frozenset(m.quant for m in multi)
-    return Learned(llm_fit.learn_efficiency(ratios, phase_lit), split, formats)
+    return Learned(llm_fit.learn_efficiency(ratios, _phase_literal(phase)), split, formats)
 
 
 def _measured_for(ask: llm_fit.Ask, data: LlmData) -> dict[tuple[str, int], Measured]:
@@ -674,7 +679,11 @@ def _options(
             n,
             speedup,
             scaling_basis,
-            m.workload if m else _reference_source(reference, _transfer(kind, data)),
+            m.workload
+            if m
+            else _reference_source(
+                reference, _transfer(data) if kind == "workload-scaled" else None
+            ),
             stack_measured=reference is None or reference[1].stack_measured,
             precision="" if reference is None else reference[1].precision,
             scaling_width=width,
@@ -729,11 +738,12 @@ def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, flo
     return m.value.median * math.exp(-half), m.value.median * math.exp(half)
 
 
-def _transfer(kind: str, data: LlmData) -> float | None:
+def _transfer(data: LlmData) -> float | None:
     """The log half-width a decode value moved from another model's workload adds to its band
-    (_scaled_decode_reference); None where the value rests on the asked model's shape."""
+    (_scaled_decode_reference); None where the decode reference is of the asked model's shape
+    (or there is none)."""
     ref = data.decode_reference
-    if kind != "workload-scaled" or ref is None or ref.model is None:
+    if ref is None or ref.model is None:
         return None
     return data.decode_transfer_half_width
 
@@ -835,9 +845,7 @@ def _scaled_reference(
     TRAIN_REFERENCE estimate scaled by FLOPs per token. None without one (a training ask whose
     learned efficiency has data of its own, a measured LLM training result, also takes none)."""
     if ask.phase == "decode":
-        return _scaled_decode_reference(
-            ask, gpu, data.decode_reference, data.decode_transfer_half_width
-        )
+        return _scaled_decode_reference(ask, gpu, data.decode_reference, _transfer(data) or 0.0)
     ref = data.train_reference
     if ask.phase != "train" or learned.efficiency.n or ref is None:
         return None
@@ -864,8 +872,8 @@ def _scaled_decode_reference(
     and board-power terms and its calibrated band, moved along the roofline only by the KV
     traffic the context adds (the weights are the same bytes). A reference of another model
     (ref.model set) moves by the two models' rooflines too, and its band widens in quadrature
-    by `transfer`, how far that move misses between measured models (llm_fit module
-    docstring)."""
+    by `transfer` (_transfer: how far that move misses between measured models; 0 for a
+    reference of the asked model's shape)."""
     e = _usable_estimate(ref.estimates, gpu.slug) if ref is not None else None
     if ref is None or e is None:
         return None
@@ -881,9 +889,8 @@ def _scaled_decode_reference(
     if not reference > 0:
         return None
     one = e.value * roof(ask.model, ask.quant, ask.context, ask.batch) / reference
-    below, above = math.log(e.value / e.low), math.log(e.high / e.value)
-    if ref.model is not None:
-        below, above = math.hypot(below, transfer), math.hypot(above, transfer)
+    below = math.hypot(math.log(e.value / e.low), transfer)
+    above = math.hypot(math.log(e.high / e.value), transfer)
     return one, below, above, e.n
 
 
