@@ -124,7 +124,11 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   (tokens/s) borrowing from ResNet-50 and SSD (images/s, nearer in FLOPs per unit) took their
   memory- and batch-heavy split and put an RTX 3090 at 0.86 of a measured RTX 4090, where
   Lambda's token-counting training rows (Transformer-XL, GNMT) measure 0.52-0.54 (held-out
-  median MdAPE 10.2% -> 9.9%, p90 22.9% -> 22.8%).
+  median MdAPE 10.2% -> 9.9%, p90 22.9% -> 22.8%). Its band is the conformal quantile of how
+  far such borrowing misses (`borrow_errors`: each measured workload with FLOPs stated,
+  estimated from its nearest others as if nothing were measured on it), per memory-bound
+  kind: on the shipped corpus x1.93 either way memory-bound, x2.63 otherwise, mostly one
+  factor per workload (offsets -1.5 to +1.3 in log, spread within a workload 0.05-0.3).
 - Bands: split-conformal. The 80% band's half-width in log space is the conformal quantile of
   the absolute leave-one-GPU-out log errors of the workload (pooled over workloads of the same
   kind when it has fewer than ``MIN_CONFORMAL`` of its own), never below the measured spread of
@@ -936,6 +940,10 @@ class FittedModel:
     efficiency: Efficiencies
     noise: dict[str, float]  # per workload: relative sigma of results (pooled)
     coverage: float = NOMINAL_COVERAGE
+    # memory-bound or not -> log(predicted / measured) of measured workloads of that kind
+    # predicted as if nothing were measured on them (borrow_errors): the band of a workload
+    # that borrows its work per FLOP
+    borrowing: Mapping[bool, tuple[float, ...]] = field(default_factory=dict)
 
     def predict(self, gpu: str, workload: str) -> Prediction | None:
         """Measured median where measured, else the model; None without a basis."""
@@ -1015,7 +1023,9 @@ class FittedModel:
         elif shape is not None and wl.flops_per_unit:
             x = shape * wl.flops_per_unit
             nnls_fitted = [wls[k] for k in fits if fits[k].method == "nnls"]
-            loo = tuple(e for s in _similar(wl, nnls_fitted) for e in fits[s.slug].loo_log_errors)
+            loo = self.borrowing.get(wl.memory_bound) or tuple(
+                e for s in _similar(wl, nnls_fitted) for e in fits[s.slug].loo_log_errors
+            )
             q = conformal_quantile(loo, self.coverage) if loo else math.nan
             if not math.isfinite(q):
                 q = _z(self.coverage) * DEFAULT_RELATIVE_NOISE * 3
@@ -1025,7 +1035,14 @@ class FittedModel:
             wl.slug, float(np.median(list(noise.values()))) if noise else DEFAULT_RELATIVE_NOISE
         )
         return FittedModel(
-            self.gpus, wls, self.observations, fits, self.efficiency, noise, self.coverage
+            self.gpus,
+            wls,
+            self.observations,
+            fits,
+            self.efficiency,
+            noise,
+            self.coverage,
+            self.borrowing,
         )
 
     def predict_all(self) -> dict[tuple[str, str], Prediction]:
@@ -1224,15 +1241,20 @@ def fit(
                     residuals[(o.gpu, w)] = math.log(o.median * t)
         eff = pool_efficiencies(residuals, specs, {w: wl.efficiency_kind for w, wl in wls.items()})
     fits = _fit_workloads(specs, wls, by_w, eff, fits, with_loo=True)
+    borrowing = borrow_errors(specs, wls, by_w, eff, fits)
+    for w, f in list(fits.items()):
+        borrowed = borrowing.get(wls[w].memory_bound)
+        if f.method == "borrowed" and _twin(fits, wls, wls[w]) is None and borrowed:
+            fits[w] = replace(f, loo_log_errors=borrowed)
     z = _z(coverage)
     # Split-conformal half-widths from the leave-one-out errors, pooled where few.
     for w, f in list(fits.items()):
         errors: Sequence[float] = f.loo_log_errors
         if len(errors) < MIN_CONFORMAL:
-            errors = [
+            errors = [  # borrowed fits hold others' errors, or borrowing's: not these
                 e
                 for other, g in fits.items()
-                if wls[other].memory_bound == wls[w].memory_bound
+                if wls[other].memory_bound == wls[w].memory_bound and g.method != "borrowed"
                 for e in g.loo_log_errors
             ]
         q = conformal_quantile(errors, coverage) if errors else math.nan
@@ -1241,7 +1263,7 @@ def fit(
         fits[w] = WorkloadFit(
             f.workload, f.work, f.overhead_s, f.method, f.n_gpus, q, f.loo_log_errors
         )
-    return FittedModel(specs, wls, obs, fits, eff, noise, coverage)
+    return FittedModel(specs, wls, obs, fits, eff, noise, coverage, borrowing)
 
 
 def _pooled_noise(
@@ -1339,6 +1361,46 @@ def _fit_workloads(
         )
         fits[w] = WorkloadFit(w, *_split(x), "borrowed", 0, math.nan, loo)
     return fits
+
+
+def borrow_errors(
+    specs: Mapping[str, GpuSpec],
+    wls: Mapping[str, WorkloadSpec],
+    by_w: Mapping[str, list[Observation]],
+    eff: Efficiencies,
+    fits: Mapping[str, WorkloadFit],
+) -> dict[bool, tuple[float, ...]]:
+    """Memory-bound or not -> log(predicted / measured) for every measured GPU of every
+    workload of that kind fitted to its own data with FLOPs per unit stated, predicted as a
+    workload nothing is measured on would be: the work per FLOP of its nearest other fitted
+    workloads (not its own step at another precision; compared as a workload of no suite, as
+    a new one is) x its FLOPs, with each GPU's efficiency terms at the phase and no workload
+    term. The band of a borrowed workload
+    is the conformal quantile of these errors: the leave-one-out errors of the workloads it
+    borrows from say how well their own fits place one GPU, not how far another workload's
+    split carries, and gave ViT-B/16 training, nothing measured on it, a band of x1.10 either
+    way."""
+    free = {k: f for k, f in fits.items() if f.method == "nnls"}
+    out: dict[bool, list[float]] = {}
+    for w in free:
+        wl = wls[w]
+        if not wl.flops_per_unit or wl.flops_per_unit <= 0:
+            continue
+        others = {k: g for k, g in free.items() if not (wl.step and wls[k].step == wl.step)}
+        as_new = replace(wl, suite="", step="")
+        shape = _shape(others, wls, as_new, per_flop=True)
+        if shape is None:
+            continue
+        work, overhead = _split(shape * wl.flops_per_unit)
+        borrowed = WorkloadFit(w, work, overhead, "borrowed", 0, math.nan, ())
+        for o in by_w.get(w, []):
+            spec = specs[o.gpu]
+            t = borrowed.time(spec.rates(wl.rate_key))
+            multiplier = eff.log_multiplier(spec, as_new.efficiency_kind)
+            if t > 0 and math.isfinite(t):
+                error = math.log(math.exp(multiplier) / t / o.median)
+                out.setdefault(wl.memory_bound, []).append(error)
+    return {kind: tuple(errors) for kind, errors in out.items()}
 
 
 def _loo_errors(

@@ -378,6 +378,33 @@ def test_unmeasured_workload_borrows_from_nearest_of_its_kind() -> None:
     assert model.fits["new-conv"].work[2] > 0  # memory term of its nearest (conv) kept
 
 
+def _borrowing_world(conv_flops: float, attn_flops: float) -> tm.FittedModel:
+    gpus, _, obs = world(8, seed=12)
+    wls = [
+        tm.WorkloadSpec("conv", "fp16", conv_flops, False),
+        tm.WorkloadSpec("attn", "fp16", attn_flops, False),
+        tm.WorkloadSpec("decode", "fp16", 1.35e10, True),
+        tm.WorkloadSpec("new-conv", "fp16", 2 * conv_flops, False),
+    ]
+    return tm.fit(gpus, wls, obs)
+
+
+def test_a_borrowed_band_is_as_wide_as_borrowing_misses_between_measured_workloads() -> None:
+    # FLOPs per unit stated 2x and 20x below the tensor work that WORK runs: carried per FLOP
+    # from one to the other, the estimate misses by about 10x, whatever each own fit says
+    far = _borrowing_world(1e10, 2.5e12)
+    near = _borrowing_world(2e10, 5e10)  # FLOPs as the work runs them: a split apart only
+    assert far.fits["conv"].half_width < 0.1 and far.fits["attn"].half_width < 0.1
+    assert far.fits["new-conv"].half_width > math.log(5)
+    assert near.fits["new-conv"].half_width < far.fits["new-conv"].half_width / 2
+    errors = far.borrowing[False]
+    assert far.fits["new-conv"].half_width == pytest.approx(
+        tm.conformal_quantile(np.abs(errors), tm.NOMINAL_COVERAGE)
+    )
+    p = far.predict("g0", "new-conv")
+    assert p is not None and p.high / p.low > 25
+
+
 def test_spearman() -> None:
     assert ev.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert ev.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
