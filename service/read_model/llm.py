@@ -81,7 +81,7 @@ from service.domain.scaling import Profiles, Scaling
 from service.domain.tco import CostSettings, budget_extra_usd, no_box_phrase, per_watt
 from service.domain.throughput_model import NOMINAL_COVERAGE
 from service.domain.vocabulary import PRECISIONS, ConditionChoice, Measurement, Mode
-from service.models import Aggregate, Gpu, Price, Workload
+from service.models import Aggregate, Gpu, Price, Result, Workload
 from service.read_model.costing import (
     Costed,
     cost_key,
@@ -190,6 +190,9 @@ class DecodeReference:
     # the roofline ratio moves the estimate between them); None: the ask's shape and bytes
     model: memory.ModelSpec | None = None
     quant: memory.Quantization | None = None
+    # the frameworks of the workload's accepted results (llama.cpp for llama-bench's): a value
+    # moved from it to another format keeps that engine's per-token costs, and says so
+    frameworks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -318,12 +321,19 @@ def decode_reference(
     if workload is None:
         return None
     model = estimate_model(session)  # one read of the cached fit for both
+    frameworks = session.exec(
+        select(Result.framework)
+        .where(Result.workload_id == workload.id, Result.status == "accepted")
+        .distinct()
+    ).all()
     return DecodeReference(
         best.workload,
         _mean_context(best),
         model.estimates(workload, best.precision),
         model.single_result_half_width(workload, best.precision),
-        *(other or (None, None)),
+        model=other[0] if other else None,
+        quant=other[1] if other else None,
+        frameworks=tuple(sorted(frameworks)),
     )
 
 
@@ -682,7 +692,9 @@ def _options(
             m.workload
             if m
             else _reference_source(
-                reference, _transfer(data) if kind == "workload-scaled" else None
+                reference,
+                _transfer(data) if kind == "workload-scaled" else None,
+                data.decode_reference if kind == "workload-scaled" else None,
             ),
             stack_measured=reference is None or reference[1].stack_measured,
             precision="" if reference is None else reference[1].precision,
@@ -749,26 +761,41 @@ def _transfer(data: LlmData) -> float | None:
 
 
 def _reference_source(
-    reference: tuple[str, Estimate] | None, transfer: float | None = None
+    reference: tuple[str, Estimate] | None,
+    transfer: float | None = None,
+    decode: DecodeReference | None = None,
 ) -> str | None:
     """What a scaled value rests on (_reference_estimate): 'llama-3-8b-q4_k_m-tg4096 as measured
     on this GPU (median of 3 results)', 'the throughput model's value for this GPU on ...,
     fitted to 18 measured GPUs', or for llm-train with nothing measured on it, the work per
-    FLOP it borrows; for another model's workload (`transfer`), what its band adds for that."""
+    FLOP it borrows; for a decode workload (`decode`), the engine its results were measured
+    with, and for another model's or format's (`transfer`), that the value keeps that
+    engine's per-token costs and what its band adds: an FP8 ask of Llama 3.1 70B rests on
+    llama.cpp's Q4_K_M decode, which put a B200 at 20.5 tokens/s, 19% of its bandwidth, and
+    the answer said only 'another model'."""
     if reference is None:
         return None
     workload, e = reference
-    other = (
-        ""
-        if transfer is None
-        else (
-            f" (another model, so its band adds x{math.exp(transfer):.2f} either way: how "
-            "far the roofline ratio misses between models measured on one GPU)"
+    engine = " and ".join(decode.frameworks) if decode is not None else ""
+    measured_with = f" ({engine} results)" if engine and transfer is None else ""
+    other = ""
+    if transfer is not None:
+        measured_in = decode.quant.name if decode is not None and decode.quant else "another"
+        costs = (
+            f", measured in {measured_in} with {engine}: its per-token costs, moved by bytes"
+            if engine
+            else ""
         )
-    )
+        other = (
+            f" (another model or format{costs}; its band adds x{math.exp(transfer):.2f} either "
+            "way: how far the roofline ratio misses between models measured on one GPU)"
+        )
     if e.basis == "measured":
-        return f"{workload} as measured on this GPU (median of {counted(e.n, 'result')}){other}"
-    model = f"the throughput model's value for this GPU on {workload}"
+        return (
+            f"{workload} as measured on this GPU (median of {counted(e.n, 'result')})"
+            f"{measured_with}{other}"
+        )
+    model = f"the throughput model's value for this GPU on {workload}{measured_with}"
     if e.n:
         return f"{model}, fitted to {e.n} measured GPUs{other}"
     return f"{model}, nothing measured on it: work per FLOP of measured training workloads"

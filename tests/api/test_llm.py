@@ -583,7 +583,7 @@ def test_a_decode_ask_scales_the_throughput_models_estimate_of_its_workload(clie
     assert item["model"] == "workload-scaled"
     answer = client.get("/recommend", params={**ask, "budget": 10**6, "limit": 50}).json()
     why = next(i["why"] for i in answer["recommendations"] if i["gpu"] == gpu)
-    model = f"the throughput model's value for this GPU on {workload}"
+    model = f"the throughput model's value for this GPU on {workload} (llama.cpp results)"
     scaled = "scaled to llama-3-8b bf16 at context 6000"
     assert f"estimated: {model}, fitted to 6 measured GPUs, {scaled}" in why
     scale = roof(6000) / roof(2048)  # tg4096: 4096 generated tokens attend 2048 on average
@@ -957,11 +957,23 @@ def test_a_model_of_no_measured_shape_has_its_band_widened_by_the_transfer_error
     why = client.get("/recommend", params={**ask, "model": "qwen3-8b", "budget": 3000}).json()[
         "recommendations"
     ][0]["why"]
-    assert "another model, so its band adds x1." in why, why
+    # and it names the engine and format whose per-token costs the value keeps
+    assert "another model or format, measured in q4_k_m with llama.cpp: its per-token" in why
+    assert "; its band adds x1." in why, why
     same_shape = client.get(
         "/recommend", params={**ask, "model": "llama-3.1-8b", "budget": 3000}
     ).json()["recommendations"]
     assert all("another model" not in r["why"] for r in same_shape)
+    estimated = [r["why"] for r in same_shape if r["model"] == "workload-scaled"]
+    assert estimated and all("(llama.cpp results)" in w for w in estimated), estimated
+    fp8 = client.get(
+        "/recommend", params={"quant": "fp8", "model": "llama-3.1-70b", "budget": 60000}
+    ).json()["recommendations"]
+    scaled = [r["why"] for r in fp8 if r["model"] == "workload-scaled"]
+    assert scaled and all(
+        "measured in q4_k_m with llama.cpp: its per-token costs, moved by bytes" in w
+        for w in scaled
+    ), scaled
 
 
 def test_a_model_of_no_measured_shape_keeps_each_gpus_decode_terms(db, client):
