@@ -405,6 +405,26 @@ def test_a_borrowed_band_is_as_wide_as_borrowing_misses_between_measured_workloa
     assert p is not None and p.high / p.low > 25
 
 
+def test_no_estimate_claims_more_of_its_ceiling_than_a_measured_gpu_reached() -> None:
+    gpus, _, obs = world(8, seed=5)
+    wls = [tm.WorkloadSpec("conv", "fp16", 2e10, False)]  # conv's tensor work, 2e-2 TFLOP
+    conv = [o for o in obs if o.workload == "conv"]
+    slow = gpu("slow-tensor", 5.0, 2.0, 5000.0, memory_gb=192.0, tdp_w=300.0)
+    model = tm.fit([*gpus, slow], wls, conv)
+    specs = {g.slug: g for g in gpus}
+    shares = [o.median / tm.compute_ceiling(specs[o.gpu], wls[0]) for o in conv]
+    assert model.envelope["conv"] == pytest.approx(max(shares))
+    ceiling = tm.compute_ceiling(slow, wls[0])
+    truth = true_throughput(slow, "conv")
+    assert truth / ceiling > max(shares) + 0.1  # tensor-bound: most of its ceiling, truly
+    p = model.predict("slow-tensor", "conv")
+    assert p is not None and p.value == pytest.approx(max(shares) * ceiling)
+    assert p.low < p.value < p.high <= ceiling
+    # the best of a few measured cards bounds nothing
+    few = tm.fit([*gpus, slow], wls, conv[: tm.MIN_ENVELOPE_GPUS - 1])
+    assert "conv" not in few.envelope
+
+
 def test_spearman() -> None:
     assert ev.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert ev.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
