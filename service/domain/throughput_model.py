@@ -215,6 +215,10 @@ MIN_CONFORMAL = 5  # fewer own leave-one-out errors: pool over workloads of the 
 MIN_ENVELOPE_GPUS = 5
 SIMILAR_WORKLOADS = 3
 SAME_STEP_PRECISIONS = frozenset({"fp16", "bf16"})  # one step, two formats of the same width
+# a step at fp8 is a 16-bit step whose matrix math runs at the fp8 rate: FP8 training keeps
+# master weights, optimizer state and the non-matmul work at 16 or 32 bits (Micikevicius et
+# al. 2022, "FP8 Formats for Deep Learning", sec. 4); it borrows the 16-bit fit (_twin)
+FP8_STEP_PRECISIONS = frozenset({"fp8"})
 BACKFIT_ROUNDS = 3
 IRLS_ROUNDS = 6
 # Run-to-run noise when no workload has two results of one GPU to measure it: an assumption,
@@ -1039,8 +1043,11 @@ class FittedModel:
         fits = dict(self.fits)
         twin = _twin(fits, wls, wl)
         shape = _shape(fits, wls, wl, per_flop=True) if wl.flops_per_unit else None
+        envelope = dict(self.envelope)
         if twin is not None:
             fits[wl.slug] = _borrowed(twin, wl.slug, twin.half_width)
+            if twin.workload in envelope:
+                envelope[wl.slug] = envelope[twin.workload]
         elif shape is not None and wl.flops_per_unit:
             x = shape * wl.flops_per_unit
             nnls_fitted = [wls[k] for k in fits if fits[k].method == "nnls"]
@@ -1064,7 +1071,7 @@ class FittedModel:
             noise,
             self.coverage,
             self.borrowing,
-            self.envelope,
+            envelope,
         )
 
     def predict_all(self) -> dict[tuple[str, str], Prediction]:
@@ -1186,11 +1193,14 @@ def _similar(wl: WorkloadSpec, candidates: Iterable[WorkloadSpec]) -> list[Workl
 def _twin(
     fits: Mapping[str, WorkloadFit], workloads: Mapping[str, WorkloadSpec], wl: WorkloadSpec
 ) -> WorkloadFit | None:
-    """The fit of the same workload at the other 16-bit precision, where one was fitted to data:
-    the same step, whose work terms differ only in the rates they run at. A workload nothing is
-    measured on borrows it whole (llm-train at fp16 had averaged its bf16 fit per FLOP with two
-    other suites' and put the H100 SXM, measured at 461,678 tokens/s at bf16, at 185,047)."""
-    if not wl.step or wl.precision not in SAME_STEP_PRECISIONS:
+    """The fit of the same workload at a 16-bit precision, for the other 16-bit one or fp8,
+    where one was fitted to data: the same step, whose work terms differ only in the rates they
+    run at (FP8_STEP_PRECISIONS). A workload nothing is measured on borrows it whole (llm-train
+    at fp16 had averaged its bf16 fit per FLOP with two other suites' and put the H100 SXM,
+    measured at 461,678 tokens/s at bf16, at 185,047; at fp8, borrowed per FLOP, a B200 came
+    out at 1,716,104, 2.17 times its bf16 measurement where its fp8 rate is twice its bf16
+    one)."""
+    if not wl.step or wl.precision not in SAME_STEP_PRECISIONS | FP8_STEP_PRECISIONS:
         return None
     for slug, f in fits.items():
         c = workloads[slug]
@@ -1316,6 +1326,10 @@ def fit(
             f.workload, f.work, f.overhead_s, f.method, f.n_gpus, q, f.loo_log_errors
         )
     envelope = measured_envelope(specs, wls, obs.values())
+    for w, wl in wls.items():  # the same step at another precision: the same share reached
+        twin = _twin(fits, wls, wl) if w not in envelope else None
+        if twin is not None and twin.workload in envelope:
+            envelope[w] = envelope[twin.workload]
     return FittedModel(specs, wls, obs, fits, eff, noise, coverage, borrowing, envelope)
 
 

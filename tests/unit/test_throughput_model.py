@@ -425,6 +425,33 @@ def test_no_estimate_claims_more_of_its_ceiling_than_a_measured_gpu_reached() ->
     assert "conv" not in few.envelope
 
 
+def test_the_same_step_at_fp16_or_fp8_borrows_the_16_bit_fit_and_its_envelope() -> None:
+    gpus, _, obs = world(8, seed=5)
+    slow = gpu("slow-tensor", 5.0, 2.0, 5000.0, memory_gb=192.0, tdp_w=300.0)
+
+    def at_every_precision(g: tm.GpuSpec) -> tm.GpuSpec:
+        t = g.matrix_tflops["fp16"]
+        return dataclasses.replace(g, matrix_tflops={"bf16": t, "fp16": t, "fp8": 2 * t})
+
+    specs = [at_every_precision(g) for g in [*gpus, slow]]
+    step = {p: tm.WorkloadSpec(f"conv@{p}", p, 2e10, False, step="conv") for p in ("bf16",)}
+    conv = [dataclasses.replace(o, workload="conv@bf16") for o in obs if o.workload == "conv"]
+    model = tm.fit(specs, list(step.values()), conv)
+    bf16 = model.predict("slow-tensor", "conv@bf16")
+    assert bf16 is not None and model.envelope["conv@bf16"] > 0
+    for precision in ("fp16", "fp8"):
+        wl = tm.WorkloadSpec(f"conv@{precision}", precision, 2e10, False, step="conv")
+        extended = model.with_workload(wl)
+        assert extended.fits[wl.slug].work == model.fits["conv@bf16"].work
+        assert extended.envelope[wl.slug] == model.envelope["conv@bf16"]
+        p = extended.predict("slow-tensor", wl.slug)
+        assert p is not None
+        rate = {"fp16": 1.0, "fp8": 2.0}[precision]  # its matrix rate against bf16's
+        assert bf16.value * (1 - 1e-9) <= p.value <= rate * bf16.value * (1 + 1e-9)
+        ceiling = tm.compute_ceiling(extended.gpus["slow-tensor"], wl)
+        assert p.value <= extended.envelope[wl.slug] * ceiling * (1 + 1e-9)
+
+
 def test_spearman() -> None:
     assert ev.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert ev.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
