@@ -129,7 +129,12 @@ def precision_note(precision: str) -> str:
     set by with_fp16_fallback), else ""."""
     if not precision:
         return ""
-    return f"; at {precision}: the GPU has no bf16 units, so mixed precision runs at fp16"
+    # "no bf16 units" was said of the A10G and the DGX Spark too, whose Ampere and Blackwell
+    # dies have them: the catalog states no tensor rate of theirs (none published)
+    return (
+        f"; at {precision}: the catalog states no bf16 tensor rate for this GPU (it has no bf16 "
+        "units, or none is published), so mixed precision is counted at fp16"
+    )
 
 
 def figure(value: float) -> str:

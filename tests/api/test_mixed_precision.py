@@ -47,7 +47,7 @@ def test_recommend_says_why_a_gpu_is_at_fp16(client, keys):
     ask = {"budget": 1, "workload": "llm-train", "condition": "used", "max_gpus": 1}
     rows = client.get("/recommend", params=ask).json()["recommendations"]
     assert [(r["gpu"], r["precision"]) for r in rows] == [("nvidia-v100-pcie-32gb", "fp16")]
-    assert "at fp16: the GPU has no bf16 units" in rows[0]["why"]
+    assert "at fp16: the catalog states no bf16 tensor rate for this GPU" in rows[0]["why"]
     strict = client.get("/recommend", params=ask | {"precision": "bf16"}).json()
     assert [(r["gpu"], r["precision"]) for r in strict["recommendations"]] == [
         ("nvidia-v100-pcie-32gb", None)
@@ -67,4 +67,4 @@ def test_a_training_model_ask_reads_a_t4_at_fp16(db, client):
     )
     assert response.status_code == 200, response.text
     for item in response.json()["recommendations"]:
-        assert ("no bf16 units" in item["why"]) == (item["precision"] == "fp16")
+        assert ("no bf16 tensor rate" in item["why"]) == (item["precision"] == "fp16")

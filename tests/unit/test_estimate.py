@@ -322,4 +322,4 @@ def test_a_gpu_without_bf16_units_takes_its_fp16_figure_where_that_is_higher():
     assert (out["t4"].value, out["t4"].precision) == (20.0, "fp16")
     assert out["a100"] == bf16["a100"]  # it has bf16 units: its bf16 figure stays
     assert out["p40"] == bf16["p40"]  # fp16 no faster there: bf16 stays
-    assert "no bf16 units" in est.precision_note("fp16") and est.precision_note("") == ""
+    assert "no bf16 tensor rate" in est.precision_note("fp16") and est.precision_note("") == ""
