@@ -715,7 +715,14 @@ def runs_format(gpu: GpuRow, ask: llm_fit.Ask) -> bool:
     """Whether a runtime runs the ask's weight format on the GPU: an FP8 format needs FP8
     tensor cores, except for inference of a dense model on NVIDIA Turing or Ampere (weight-only,
     at the 16-bit rate). An RX 7900 XTX was offered for FP8 (torch._scaled_mm needs MI300 or
-    newer on ROCm), and an A100 for DeepSeek-V3 in FP8."""
+    newer on ROCm), and an A100 for DeepSeek-V3 in FP8. AWQ and GPTQ checkpoints run where
+    vLLM's kernels do (GROUP_INT4_UNSUPPORTED): 4 x V100 was offered for Llama 3.1 70B in AWQ,
+    and 8 x GTX 1080 and an MI300X."""
+    unsupported = GROUP_INT4_UNSUPPORTED.get(ask.quant.name)
+    if unsupported is not None and (
+        gpu.architecture in unsupported or gpu.stack.startswith("rocm")
+    ):
+        return False
     if ask.quant.compute_precision != "fp8" or gpu.rates.fp8_tensor:
         return True
     return (
@@ -723,6 +730,17 @@ def runs_format(gpu: GpuRow, ask: llm_fit.Ask) -> bool:
         and ask.task == "inference"
         and not ask.model.is_moe
     )
+
+
+# Architectures whose GPUs run no AWQ or GPTQ checkpoint, besides every AMD GPU: vLLM's
+# quantization support table (docs.vllm.ai/quantization, "Supported Hardware": AWQ not on
+# Volta, neither on "AMD GPU") and its CUDA requirement, compute capability 7.0 or higher
+# (docs.vllm.ai getting_started/installation/gpu: Pascal and older are out).
+PRE_VOLTA = frozenset({"pascal", "maxwell", "kepler"})
+GROUP_INT4_UNSUPPORTED: dict[str, frozenset[str]] = {
+    "awq-4bit": PRE_VOLTA | {"volta"},
+    "gptq-4bit": PRE_VOLTA,
+}
 
 
 def _reference_estimate(kind: str, data: LlmData, slug: str) -> tuple[str, Estimate] | None:

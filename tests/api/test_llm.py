@@ -1062,3 +1062,27 @@ def test_fp8_weights_are_offered_where_a_runtime_runs_them(client):
         assert spec["fp8_tensor_tflops"] or spec["architecture"] in ("turing", "ampere"), slug
     moe = offered({"model": "mixtral-8x7b"})
     assert moe and all(specs[s]["fp8_tensor_tflops"] for s in moe)
+
+
+def test_awq_and_gptq_weights_are_offered_where_vllm_has_kernels_for_them(client):
+    """vLLM's support table: AWQ not on Volta, neither on AMD GPUs; nothing below compute
+    capability 7.0 (Pascal). 4 x V100, 8 x GTX 1080 and an MI300X were offered for AWQ."""
+    specs = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
+
+    def offered(quant):
+        ask = {"model": "llama-3.1-8b", "quant": quant, "condition": "any"}
+        rows = client.get("/rankings", params=ask)
+        assert rows.status_code == 200, rows.text
+        return {specs[r["gpu"]]["architecture"] for r in rows.json()["items"]}, {
+            r["gpu"] for r in rows.json()["items"]
+        }
+
+    awq_architectures, awq = offered("awq-4bit")
+    assert {"turing", "ampere", "ada", "hopper"} <= awq_architectures
+    assert not awq_architectures & {"pascal", "volta"}
+    assert not any(specs[s]["vendor"] == "amd" for s in awq)
+    gptq_architectures, gptq = offered("gptq-4bit")
+    assert "volta" in gptq_architectures and "pascal" not in gptq_architectures
+    assert not any(specs[s]["vendor"] == "amd" for s in gptq)
+    q4 = offered("q4_k_m")[1]  # a GGUF file runs everywhere llama.cpp does
+    assert any(specs[s]["vendor"] == "amd" for s in q4)
