@@ -73,8 +73,14 @@ def workload_spec(workload: Workload, precision: str) -> tm.WorkloadSpec:
         workload.unit,
         tm.FP16_ACCUMULATE if fp16_accumulate and precision == "fp16" else "",
         workload.suite,
-        # the bandwidth ceiling of its estimates: the layer weights a decode token reads
-        llm_catalog.decode_bytes_floor_of(workload.model, workload.quant, workload.phase),
+        # the bandwidth ceiling of its estimates: the layer weights a decode token reads, in
+        # its file's format, else (a memory-bound workload of a catalog model in no fixed
+        # format: llm-inference, Llama 2 7B decode) in the asked precision's
+        llm_catalog.decode_bytes_floor_of(
+            workload.model,
+            workload.quant or precision,
+            workload.phase or ("decode" if workload.memory_bound else None),
+        ),
         workload.slug,
     )
 
