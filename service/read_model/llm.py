@@ -1508,6 +1508,23 @@ def _pool_words(pool: Pool) -> str:
     return words
 
 
+# What shrinks an ask that fits nowhere, by task: a smaller quant is a 422 for full and LoRA
+# fine-tuning (their weights train in bf16), which the hint had told a full fine-tune to choose
+SMALLER: dict[str, str] = {
+    "inference": "a smaller quant or context",
+    "full-finetune": "a shorter context, or task=lora or qlora",
+    "lora": "a shorter context, or task=qlora",
+    "qlora": "a shorter context",
+}
+
+
+def _smaller_words(ask: llm_fit.Ask) -> str:
+    """SMALLER for the ask's task, a lighter optimizer first for a full fine-tune with AdamW."""
+    if ask.task == "full-finetune" and ask.optimizer == "adamw":
+        return "optimizer=adamw-8bit, " + SMALLER[ask.task]
+    return SMALLER[ask.task]
+
+
 def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmData) -> str:
     """Why nothing was recommended, and what would be (GPUs plus the box several need)."""
     need = ask.breakdown(1).total_gb
@@ -1517,7 +1534,7 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
             f"{need:.1f} GB on one GPU; no priced GPU{_pool_words(limits.pool)} in the catalog "
             f"holds it split over up to {limits.max_gpus} GPUs ("
             + ("raise max_gpus, or " if limits.max_gpus < MAX_GPUS else "")
-            + "choose a smaller quant or context)"
+            + f"choose {_smaller_words(ask)})"
         )
     fast = [o for o in fitting if limits.fast_enough(o)]
     if not fast:

@@ -1039,9 +1039,15 @@ def test_the_no_fit_hint_asks_for_more_gpus_only_below_the_most_allowed(client):
     ask = {"budget": 10**8, "model": "llama-3.1-405b", "task": "full-finetune"}
     at_most = client.get("/recommend", params=ask | {"max_gpus": 8}).json()
     assert at_most["recommendations"] == [] and "raise max_gpus" not in at_most["hint"]
-    assert "smaller quant or context" in at_most["hint"]
+    # a full fine-tune trains bf16 weights: a smaller quant is a 422 for it, not a way out
+    assert "quant" not in at_most["hint"] and "task=lora or qlora" in at_most["hint"]
+    assert "optimizer=adamw-8bit" in at_most["hint"]
+    lighter = client.get("/recommend", params=ask | {"optimizer": "adamw-8bit"}).json()
+    assert "optimizer=" not in lighter["hint"] and "task=lora or qlora" in lighter["hint"]
     fewer = client.get("/recommend", params=ask | {"max_gpus": 2}).json()
     assert fewer["recommendations"] == [] and "raise max_gpus" in fewer["hint"]
+    served = {"budget": 10**8, "model": "llama-3.1-405b", "max_gpus": 1}
+    assert "smaller quant or context" in client.get("/recommend", params=served).json()["hint"]
 
 
 def test_fp8_weights_are_offered_where_a_runtime_runs_them(client):
