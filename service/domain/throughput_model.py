@@ -217,8 +217,10 @@ SIMILAR_WORKLOADS = 3
 SAME_STEP_PRECISIONS = frozenset({"fp16", "bf16"})  # one step, two formats of the same width
 # a step at fp8 is a 16-bit step whose matrix math runs at the fp8 rate: FP8 training keeps
 # master weights, optimizer state and the non-matmul work at 16 or 32 bits (Micikevicius et
-# al. 2022, "FP8 Formats for Deep Learning", sec. 4); it borrows the 16-bit fit (_twin)
-FP8_STEP_PRECISIONS = frozenset({"fp8"})
+# al. 2022, "FP8 Formats for Deep Learning", sec. 4); it borrows the 16-bit fit (_twin), as
+# an int8 one does (int8 inference quantizes the matmuls: GPT-2 training at int8, borrowed per
+# FLOP, had put a B200 at 2.3 times its bf16 measurement)
+NARROW_STEP_PRECISIONS = frozenset({"fp8", "int8"})
 BACKFIT_ROUNDS = 3
 IRLS_ROUNDS = 6
 # Run-to-run noise when no workload has two results of one GPU to measure it: an assumption,
@@ -1195,12 +1197,12 @@ def _twin(
 ) -> WorkloadFit | None:
     """The fit of the same workload at a 16-bit precision, for the other 16-bit one or fp8,
     where one was fitted to data: the same step, whose work terms differ only in the rates they
-    run at (FP8_STEP_PRECISIONS). A workload nothing is measured on borrows it whole (llm-train
+    run at (NARROW_STEP_PRECISIONS). A workload nothing is measured on borrows it whole (llm-train
     at fp16 had averaged its bf16 fit per FLOP with two other suites' and put the H100 SXM,
     measured at 461,678 tokens/s at bf16, at 185,047; at fp8, borrowed per FLOP, a B200 came
     out at 1,716,104, 2.17 times its bf16 measurement where its fp8 rate is twice its bf16
     one)."""
-    if not wl.step or wl.precision not in SAME_STEP_PRECISIONS | FP8_STEP_PRECISIONS:
+    if not wl.step or wl.precision not in SAME_STEP_PRECISIONS | NARROW_STEP_PRECISIONS:
         return None
     for slug, f in fits.items():
         c = workloads[slug]

@@ -274,12 +274,14 @@ class EstimateModel:
 
     def estimates(self, workload: Workload, precision: str) -> dict[str, est.Estimate]:
         """Every GPU's single-GPU estimate for (workload, precision), by slug; none for a GPU
-        without the units the precision needs unless it is measured at it (`lacks_units`)."""
+        without the units the precision needs unless it was measured at it, alone or in an
+        N-GPU system (`lacks_units`)."""
         found = self._estimates(workload, precision)
         lacking = lacks_units(self.inputs.rows.values(), precision)
-        return {
-            slug: e for slug, e in found.items() if slug not in lacking or e.basis == "measured"
-        }
+        key = model_key(workload.slug, precision)
+        # measured at it: on one GPU, or in an N-GPU system (MLPerf's fp4 B200 and GB200)
+        ran = {gpu for gpu, w in self.fitted.observations if w == key}
+        return {slug: e for slug, e in found.items() if slug not in lacking or slug in ran}
 
     def mixed_precision_estimates(self, workload: Workload) -> dict[str, est.Estimate]:
         """Estimates at the workload's own precision as an ask that names none reads them
@@ -333,15 +335,24 @@ class EstimateModel:
 # them: no framework trains or serves FP8 on a GPU without FP8 tensor cores (Transformer
 # Engine needs Ada, Hopper or newer), where the spec-rate fallback (the FP16 units) would
 # estimate it anyway: an RTX 3080 Ti ranked for ResNet-50 at fp8, a V100 at 6x its own fp16.
-UNITS_OF: dict[str, str] = {"fp8": "fp8_tensor_tflops"}
+# The same for int8 (a card without int8 units was estimated at its FP32 rate), and for fp4,
+# which no catalog column states: an fp4 ask of a workload measured at another precision put
+# every GPU, a B200 too, below its own bf16 figure (its fp4 rate fell back to FP32). Only a
+# measured fp4 result (MLPerf) is answered at fp4.
+UNITS_OF: dict[str, str | None] = {
+    "fp8": "fp8_tensor_tflops",
+    "int8": "int8_tops",
+    "fp4": None,  # no column: no GPU states it
+}
 
 
 def lacks_units(gpus: Iterable[Gpu], precision: str) -> frozenset[str]:
-    """The slugs of `gpus` that state no rate for `precision`'s own units (UNITS_OF)."""
-    column = UNITS_OF.get(precision)
-    if column is None:
+    """The slugs of `gpus` that state no rate for `precision`'s own units (UNITS_OF): every
+    one where the catalog has no column for it."""
+    if precision not in UNITS_OF:
         return frozenset()
-    return frozenset(g.slug for g in gpus if not getattr(g, column))
+    column = UNITS_OF[precision]
+    return frozenset(g.slug for g in gpus if column is None or not getattr(g, column))
 
 
 def _prior(inputs: ModelInputs, workload: Workload, precision: str) -> dict[str, est.Estimate]:

@@ -190,6 +190,39 @@ def test_no_fp8_estimate_for_a_gpu_without_fp8_units(client):
     assert {"nvidia-rtx-3090", "nvidia-v100-sxm2-32gb"} & lacking
 
 
+def test_int8_and_fp4_are_estimated_only_on_gpus_that_state_those_units(db, client):
+    """int8 as fp8: only GPUs whose spec states int8 units. fp4: no catalog column states it,
+    so a workload measured at another precision gets no fp4 estimate (a B200's had fallen
+    below its own bf16 figure), while one measured at fp4 (MLPerf, in 8 x B200 and 4 x GB200
+    systems) keeps its GPUs. GPT-2 training at int8 borrows its bf16 step: no more than the
+    int8 over bf16 rate ratio faster (borrowed per FLOP, a B200 had come out at 2.3 x)."""
+    from sqlmodel import Session
+
+    from service.catalog.corpus import load_corpus
+    from service.catalog.seed_results import seed_results
+
+    with Session(db) as session:
+        wanted = ("llm-train", "mlperf-llama2-70b-offline")
+        seed_results(session, [r for r in load_corpus() if r.workload in wanted])
+        session.commit()
+    client.app.state.read_model.changed()
+    specs = {g["slug"]: g for g in client.get("/gpus", params={"limit": 500}).json()["items"]}
+
+    def ranked(workload, precision):
+        params = {"workload": workload, "precision": precision, "condition": "any"}
+        answer = client.get("/rankings", params=params | {"min_memory_gb": 0})
+        assert answer.status_code == 200, answer.text
+        return {r["gpu"]: r for r in answer.json()["items"] if r["count"] == 1}
+
+    int8, bf16 = ranked("llm-train", "int8"), ranked("llm-train", "bf16")
+    assert int8 and all(specs[g]["int8_tops"] for g in int8)
+    for g in int8.keys() & bf16.keys():
+        ratio = specs[g]["int8_tops"] / (specs[g]["bf16_tensor_tflops"] or specs[g]["fp32_tflops"])
+        assert int8[g]["throughput"] <= max(ratio, 1.0) * bf16[g]["throughput"] * 1.01, g
+    assert ranked("llm-train", "fp4") == {}
+    assert {"nvidia-b200", "nvidia-gb200"} <= set(ranked("mlperf-llama2-70b-offline", "fp4"))
+
+
 def test_a_workload_asked_at_its_other_16_bit_precision_runs_the_same_step(client):
     """llm-train is measured at bf16 only: at fp16 it is the same step, so a GPU whose fp16
     and bf16 rates are equal gets the same estimate, and one without bf16 units (V100, T4)
