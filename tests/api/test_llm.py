@@ -1092,3 +1092,24 @@ def test_awq_and_gptq_weights_are_offered_where_vllm_has_kernels_for_them(client
     assert not any(specs[s]["vendor"] == "amd" for s in gptq)
     q4 = offered("q4_k_m")[1]  # a GGUF file runs everywhere llama.cpp does
     assert any(specs[s]["vendor"] == "amd" for s in q4)
+
+
+def test_a_format_nobody_measured_rests_on_the_asked_models_shape_first(db, client):
+    """Llama 3.1 8B at fp8 or AWQ: Llama 3 8B (its shape) is measured in F16 and Q4_K_M, and
+    the ask rests on one of those, moved by bytes, not on Llama 2 7B Q4_0 tg128 (six GPUs),
+    which its MHA KV cache had made nearest in bytes at 4,096 tokens."""
+    from service.catalog.corpus import load_corpus
+    from service.catalog.seed_results import seed_results
+
+    with Session(db) as session:
+        seed_results(session, [r for r in load_corpus() if r.workload.startswith("llama-")])
+        session.commit()
+    client.app.state.read_model.changed()
+    for quant in ("fp8", "awq-4bit", "int8"):
+        ask = {"model": "llama-3.1-8b", "quant": quant, "budget": 5000}
+        recs = client.get("/recommend", params=ask).json()["recommendations"]
+        scaled = [r["why"] for r in recs if r["model"] == "workload-scaled"]
+        assert scaled, quant
+        assert all("llama-3-8b-" in w and "llama-2-7b" not in w for w in scaled), scaled[0]
+    qwen = client.get("/recommend", params={"model": "qwen3-8b", "quant": "q4_k_m", "budget": 5000})
+    assert any("another model" in r["why"] for r in qwen.json()["recommendations"])
