@@ -452,6 +452,25 @@ def test_the_same_step_at_fp16_or_fp8_borrows_the_16_bit_fit_and_its_envelope() 
         assert p.value <= extended.envelope[wl.slug] * ceiling * (1 + 1e-9)
 
 
+def test_a_borrowed_workload_takes_the_envelope_of_the_workloads_it_borrows_from() -> None:
+    gpus, _, obs = world(8, seed=5)
+    slow = gpu("slow-tensor", 5.0, 2.0, 5000.0, memory_gb=192.0, tdp_w=300.0)
+    wls = [
+        tm.WorkloadSpec("conv", "fp16", 2e10, False),
+        tm.WorkloadSpec("attn", "fp16", 5e10, False),
+    ]
+    model = tm.fit([*gpus, slow], wls, [o for o in obs if o.workload in ("conv", "attn")])
+    new = tm.WorkloadSpec("new-conv", "fp16", 4e10, False)
+    extended = model.with_workload(new)
+    assert extended.envelope["new-conv"] == max(model.envelope["conv"], model.envelope["attn"])
+    p = extended.predict("slow-tensor", "new-conv")
+    ceiling = tm.compute_ceiling(slow, new)
+    assert p is not None and p.value <= extended.envelope["new-conv"] * ceiling * (1 + 1e-9)
+    bare = dataclasses.replace(extended, envelope=model.envelope)  # as before: no envelope
+    q = bare.predict("slow-tensor", "new-conv")
+    assert q is not None and q.value > p.value  # the cap bites on this tensor-bound card
+
+
 def test_spearman() -> None:
     assert ev.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert ev.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
