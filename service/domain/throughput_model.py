@@ -1045,19 +1045,15 @@ class FittedModel:
         wls = {**self.workloads, wl.slug: wl}
         fits = dict(self.fits)
         twin = _twin(fits, wls, wl)
-        shape = _shape(fits, wls, wl, per_flop=True) if wl.flops_per_unit else None
+        split = _per_flop(fits, wls, wl)
         if twin is not None:
             fits[wl.slug] = _borrowed(twin, wl.slug, twin.half_width)
-        elif shape is not None and wl.flops_per_unit:
-            x = shape * wl.flops_per_unit
-            nnls_fitted = [wls[k] for k in fits if fits[k].method == "nnls"]
-            loo = self.borrowing.get(wl.memory_bound) or tuple(
-                e for s in _similar(wl, nnls_fitted) for e in fits[s.slug].loo_log_errors
-            )
+        elif split is not None:
+            loo = _per_flop_errors(fits, wls, wl, self.borrowing)
             q = conformal_quantile(loo, self.coverage) if loo else math.nan
             if not math.isfinite(q):
                 q = _z(self.coverage) * DEFAULT_RELATIVE_NOISE * 3
-            fits[wl.slug] = WorkloadFit(wl.slug, *_split(x), "borrowed", 0, q, loo)
+            fits[wl.slug] = WorkloadFit(wl.slug, *split, "borrowed", 0, q, loo)
         envelope = dict(self.envelope)
         if wl.slug in fits and (share := borrowed_envelope(self.envelope, fits, wls, wl)):
             envelope[wl.slug] = share
@@ -1327,9 +1323,8 @@ def fit(
     fits = _fit_workloads(specs, wls, by_w, eff, fits, with_loo=True)
     borrowing = borrow_errors(specs, wls, by_w, eff, fits)
     for w, f in list(fits.items()):
-        borrowed = borrowing.get(wls[w].memory_bound)
-        if f.method == "borrowed" and _twin(fits, wls, wls[w]) is None and borrowed:
-            fits[w] = replace(f, loo_log_errors=borrowed)
+        if f.method == "borrowed" and _twin(fits, wls, wls[w]) is None:
+            fits[w] = replace(f, loo_log_errors=_per_flop_errors(fits, wls, wls[w], borrowing))
     z = _z(coverage)
     # Split-conformal half-widths from the leave-one-out errors, pooled where few.
     for w, f in list(fits.items()):
@@ -1437,19 +1432,37 @@ def _fit_workloads(
         if twin is not None:
             fits[w] = _borrowed(twin, w, math.nan)
             continue
-        if not wl.flops_per_unit:
-            continue
-        shape = _shape(fits, wls, wl, per_flop=True)
-        if shape is None:
-            continue
-        x = shape * wl.flops_per_unit
-        loo = tuple(
-            e
-            for s in _similar(wl, [wls[k] for k in fits if fits[k].method == "nnls"])
-            for e in fits[s.slug].loo_log_errors
-        )
-        fits[w] = WorkloadFit(w, *_split(x), "borrowed", 0, math.nan, loo)
+        split = _per_flop(fits, wls, wl)
+        if split is not None:
+            loo = _per_flop_errors(fits, wls, wl, {})
+            fits[w] = WorkloadFit(w, *split, "borrowed", 0, math.nan, loo)
     return fits
+
+
+def _per_flop(
+    fits: Mapping[str, WorkloadFit], wls: Mapping[str, WorkloadSpec], wl: WorkloadSpec
+) -> tuple[tuple[float, float, float, float], float] | None:
+    """`wl`'s (work, overhead) borrowed per FLOP from its nearest fitted workloads (_shape);
+    None without FLOPs per unit or anything to borrow from."""
+    if not wl.flops_per_unit or wl.flops_per_unit <= 0:
+        return None
+    shape = _shape(fits, wls, wl, per_flop=True)
+    return None if shape is None else _split(shape * wl.flops_per_unit)
+
+
+def _per_flop_errors(
+    fits: Mapping[str, WorkloadFit],
+    wls: Mapping[str, WorkloadSpec],
+    wl: WorkloadSpec,
+    borrowing: Mapping[bool, tuple[float, ...]],
+) -> tuple[float, ...]:
+    """The errors a per-FLOP borrowed band is the conformal quantile of: how far borrowing
+    misses for its memory-bound kind (borrow_errors), else (none measured) the leave-one-out
+    errors of the workloads it borrows from."""
+    free = [wls[k] for k, f in fits.items() if f.method == "nnls"]
+    return borrowing.get(wl.memory_bound) or tuple(
+        e for s in _similar(wl, free) for e in fits[s.slug].loo_log_errors
+    )
 
 
 def borrow_errors(
@@ -1473,15 +1486,12 @@ def borrow_errors(
     out: dict[bool, list[float]] = {}
     for w in free:
         wl = wls[w]
-        if not wl.flops_per_unit or wl.flops_per_unit <= 0:
-            continue
         others = {k: g for k, g in free.items() if not (wl.step and wls[k].step == wl.step)}
         as_new = replace(wl, suite="", step="")
-        shape = _shape(others, wls, as_new, per_flop=True)
-        if shape is None:
+        split = _per_flop(others, wls, as_new)
+        if split is None:
             continue
-        work, overhead = _split(shape * wl.flops_per_unit)
-        borrowed = WorkloadFit(w, work, overhead, "borrowed", 0, math.nan, ())
+        borrowed = WorkloadFit(w, *split, "borrowed", 0, math.nan, ())
         for o in by_w.get(w, []):
             spec = specs[o.gpu]
             t = borrowed.time(spec.rates(wl.rate_key))

@@ -278,6 +278,8 @@ class EstimateModel:
         N-GPU system (`lacks_units`)."""
         found = self._estimates(workload, precision)
         lacking = lacks_units(self.inputs.rows.values(), precision)
+        if not lacking:
+            return found
         key = model_key(workload.slug, precision)
         # measured at it: on one GPU, or in an N-GPU system (MLPerf's fp4 B200 and GB200)
         ran = {gpu for gpu, w in self.fitted.observations if w == key}
