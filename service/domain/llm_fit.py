@@ -61,7 +61,7 @@ runs faster. Rankings list every GPU and keep them.
 
 import math
 import statistics
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -352,18 +352,41 @@ def _headroom_key(o: Option) -> tuple[int, float, float, float, float, str]:
 
 @dataclass(frozen=True)
 class DecodePoint:
-    """One GPU's measured one-GPU decode rate of a model, and its roofline there."""
+    """One GPU's measured one-GPU decode rate of a model in a format over a benchmark's token
+    count, and its roofline there."""
 
     gpu: str
     model: str
     measured: float
     roofline: float
+    quant: str = ""
+    tokens: int = 0
 
 
 def transfer_half_width(points: Iterable[DecodePoint], coverage: float) -> float:
     """The conformal `coverage` quantile of |log error| of moving one model's measured decode
     rate to another model's on the same GPU by the ratio of their rooflines, over every such
     pair; 0 with none (then no model was measured beside another on one GPU)."""
+    return _roofline_move_half_width(points, coverage, lambda a, b: a.model != b.model)
+
+
+def context_move_half_width(points: Iterable[DecodePoint], coverage: float) -> float:
+    """The same quantile for moving a measured decode rate to another context of the same
+    model and format on the same GPU (a llama-bench tg512 result to tg8192): what a measured
+    value moved to an asked context or batch it was not measured at adds to its band; 0 with
+    no model measured at two token counts on one GPU."""
+    return _roofline_move_half_width(
+        points,
+        coverage,
+        lambda a, b: a.model == b.model and a.quant == b.quant and a.tokens != b.tokens,
+    )
+
+
+def _roofline_move_half_width(
+    points: Iterable[DecodePoint],
+    coverage: float,
+    pair: Callable[[DecodePoint, DecodePoint], bool],
+) -> float:
     by_gpu: dict[str, list[DecodePoint]] = {}
     for p in points:
         if p.measured > 0 and p.roofline > 0:
@@ -373,6 +396,6 @@ def transfer_half_width(points: Iterable[DecodePoint], coverage: float) -> float
         for same in by_gpu.values()
         for a in same
         for b in same
-        if a.model != b.model
+        if pair(a, b)
     ]
     return conformal_quantile(errors, coverage) if errors else 0.0

@@ -245,6 +245,9 @@ class LlmData:
     # log half-width a decode estimate moved from another model's workload widens by
     # (llm_fit.transfer_half_width over the measured one-GPU decode results)
     decode_transfer_half_width: float = 0.0
+    # log half-width a measured decode value moved to an asked context or batch it was not
+    # measured at widens by (llm_fit.context_move_half_width)
+    decode_move_half_width: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -288,9 +291,9 @@ def decode_reference(
     session: Session, ask: llm_fit.Ask, measured: list[Measured]
 ) -> DecodeReference | None:
     """The decode workload measured on one GPU for the asked model (or one of its shape) in
-    the asked format (else one of the same bytes per weight) whose token count is nearest the
-    asked context, with the throughput model's estimate for every GPU; None when nothing of
-    the kind is measured (the ask keeps the roofline x learned efficiency)."""
+    the asked format (else one of the same bytes per weight) whose token count covers the
+    asked context (_covering), with the throughput model's estimate for every GPU; None when
+    nothing of the kind is measured (the ask keeps the roofline x learned efficiency)."""
     models = llm.models()
     found = [
         m
@@ -305,12 +308,7 @@ def decode_reference(
     if found:
         # the token count _measured_for picks, so that a measured value's workload is this one
         best = min(
-            found,
-            key=lambda m: (
-                m.quant != ask.quant.name,
-                abs(math.log(m.tokens / ask.context)),
-                m.tokens,
-            ),
+            found, key=lambda m: (m.quant != ask.quant.name, *_covering(m.tokens, ask.context))
         )
     else:
         nearest = _nearest_bytes_reference(ask, measured, models)
@@ -347,7 +345,7 @@ def _nearest_bytes_reference(
     put it at 5.3 x an RTX 4090 on Qwen3 8B Q4_K_M and 0.9 x on Llama 3.1 8B). The roofline
     ratio of the two then moves the estimate, as it moves one along the context. Models are
     compared at the asked context, and of the nearest model's workloads the one whose token
-    count is nearest the asked context is taken, as for a measured model (decode_reference):
+    count covers the asked context is taken, as for a measured model (decode_reference):
     the throughput model's estimates of one model's token counts differ by more than the
     roofline moves them (an architecture's term is per workload), and Qwen3 8B at 4,096 tokens
     had rested on the Llama 3 8B count nearest in bytes per step while Llama 3.1 8B rested on
@@ -366,14 +364,12 @@ def _nearest_bytes_reference(
             continue
         spec = models[m.model]
         bytes_ = llm_fit.decode_bytes_per_step(spec, quant, ask.context, 1)
-        nearest_context = abs(math.log(m.tokens / ask.context))
         other_shape = not (m.model == ask.model.slug or llm.same_shape(spec, ask.model))
         choices.append(
             (
                 other_shape,
                 abs(math.log(bytes_ / asked)),
-                nearest_context,
-                m.tokens,
+                _covering(m.tokens, ask.context),
                 m.workload,
                 m,
                 spec,
@@ -382,7 +378,7 @@ def _nearest_bytes_reference(
         )
     if not choices:
         return None
-    *_, m, spec, quant = min(choices, key=lambda c: c[:5])
+    *_, m, spec, quant = min(choices, key=lambda c: c[:4])
     return m, (spec, quant)
 
 
@@ -461,16 +457,25 @@ def load(
         today,
         max_age_days,
         decode_transfer_half_width=_decode_transfer_half_width(measured, rows),
+        decode_move_half_width=_decode_move_half_width(measured, rows),
     )
+
+
+def _decode_points(measured: list[Measured], gpus: list[GpuRow]) -> list[llm_fit.DecodePoint]:
+    return [
+        llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof, m.quant, m.tokens)
+        for m, roof in _one_gpu_rooflines(measured, gpus, "decode")
+    ]
 
 
 def _decode_transfer_half_width(measured: list[Measured], gpus: list[GpuRow]) -> float:
     """llm_fit.transfer_half_width over the one-GPU decode results of catalog models."""
-    points = (
-        llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof)
-        for m, roof in _one_gpu_rooflines(measured, gpus, "decode")
-    )
-    return llm_fit.transfer_half_width(points, NOMINAL_COVERAGE)
+    return llm_fit.transfer_half_width(_decode_points(measured, gpus), NOMINAL_COVERAGE)
+
+
+def _decode_move_half_width(measured: list[Measured], gpus: list[GpuRow]) -> float:
+    """llm_fit.context_move_half_width over the one-GPU decode results of catalog models."""
+    return llm_fit.context_move_half_width(_decode_points(measured, gpus), NOMINAL_COVERAGE)
 
 
 def _one_gpu_rooflines(
@@ -546,7 +551,7 @@ def learn(data: LlmData, phase: str) -> Learned:
 
 def _measured_for(ask: llm_fit.Ask, data: LlmData) -> dict[tuple[str, int], Measured]:
     """Measured (gpu, count) of this model (or one of its shape) and format, at the benchmark
-    token count nearest the asked context."""
+    token count that covers the asked context (_covering)."""
     models = llm.models()
     relevant = [
         m
@@ -558,8 +563,15 @@ def _measured_for(ask: llm_fit.Ask, data: LlmData) -> dict[tuple[str, int], Meas
     ]
     if not relevant:
         return {}
-    best = min({m.tokens for m in relevant}, key=lambda n: (abs(math.log(n / ask.context)), n))
+    best = min({m.tokens for m in relevant}, key=lambda n: _covering(n, ask.context))
     return {(m.gpu, m.count): m for m in relevant if m.tokens == best}
+
+
+def _covering(tokens: int, context: int) -> tuple[int, int]:
+    """Sort key of a benchmark's token count for an asked context: the fewest tokens that
+    cover the context first (a tgN run decodes up to N tokens of context), else the most. The
+    nearest count in log had taken tg1024 for a 2048-token ask, which it does not cover."""
+    return (0, tokens) if tokens >= context else (1, -tokens)
 
 
 @dataclass(frozen=True)
@@ -676,11 +688,15 @@ def _options(
         if count is None:
             continue
         m = measured.get((gpu.slug, count))
+        moved = _moved_measurement(ask, gpu, m, data) if m is not None else None
         if m is not None:
             low, high = _measured_band(m, data.decode_reference)
             value, basis, kind, n = m.value.median, "measured", "measured", m.value.n
             speedup, scaling_basis = 1.0, "measured" if count > 1 else "single"
             width = 0.0
+            if moved is not None:
+                value, low, high = moved
+                basis, kind = "estimated", MOVED
         else:
             value, low, high, n, speedup, scaling_basis, kind, width = _estimate(
                 ask, gpu, count, learned, data, framework
@@ -754,6 +770,46 @@ GROUP_INT4_UNSUPPORTED: dict[str, frozenset[str]] = {
     "awq-4bit": PRE_VOLTA | {"volta"},
     "gptq-4bit": PRE_VOLTA,
 }
+
+
+MOVED = "measured-moved"  # a measured decode value moved to the asked context or batch
+
+
+def _moved_measurement(
+    ask: llm_fit.Ask, gpu: GpuRow, m: Measured, data: LlmData
+) -> tuple[float, float, float] | None:
+    """A measured decode value (and band) moved by the decode roofline to an ask it does not
+    cover, else None (the measurement answers as it is). A llama-bench tgN run generates N
+    tokens at batch 1 from an empty context, so it covers an ask at batch 1 and a context of
+    at most N. Beyond it the KV cache each token reads grows (and a batch shares the weights):
+    the RTX 3090's tg8192, 87.5 tokens/s, had been answered for a 131,072-token context, where
+    4.9 GB of weights and 17.2 GB of KV per token on 936 GB/s allow 42, and above an RTX 5090
+    and a B200 whose estimates were moved. Its band widens, in quadrature, by how far that
+    move misses between token counts measured on one GPU (llm_fit.context_move_half_width)."""
+    if ask.phase != "decode" or (ask.batch == 1 and ask.context <= m.tokens):
+        return None
+    spec = llm.models().get(m.model)
+    quant = memory.find_quantization(m.quant, list(llm.quantizations()))
+    if spec is None or quant is None:
+        return None
+
+    def roof(model: memory.ModelSpec, q: memory.Quantization, context: float, batch: int) -> float:
+        return llm_fit.roofline_tokens_per_s(
+            model, q, "decode", context, batch, gpu.bandwidth_gbs, _peak(gpu, q)
+        )
+
+    measured_at = roof(spec, quant, _mean_context(m), 1)
+    asked = roof(ask.model, ask.quant, ask.context, ask.batch)
+    if not (measured_at > 0 and asked > 0):
+        return None
+    ratio = asked / measured_at
+    low, high = _measured_band(m, data.decode_reference)
+    value = m.value.median
+    width = data.decode_move_half_width
+    below = math.hypot(math.log(value / low), width) if low > 0 else width
+    above = math.hypot(math.log(high / value), width) if high > 0 else width
+    moved = value * ratio
+    return moved, moved * math.exp(-below), moved * math.exp(above)
 
 
 def _reference_estimate(kind: str, data: LlmData, slug: str) -> tuple[str, Estimate] | None:
@@ -1008,6 +1064,12 @@ def why(
     )
     if o.basis == "measured":
         source = f"median of {counted(o.n, 'measured result')} ({o.source})"
+    elif o.model == MOVED:
+        source = (
+            f"estimated: median of {counted(o.n, 'measured result')} ({o.source}), moved to "
+            f"context {ask.context} at batch {ask.batch} by the decode roofline, "
+            f"likely {figure(o.low)}-{figure(o.high)}"
+        )
     elif o.model == "workload-scaled":
         source = (
             f"estimated: {o.source}, "
@@ -1113,7 +1175,7 @@ def _what(o: LlmOption, phase: str) -> str:
 
 def _speedup_words(o: LlmOption) -> str:
     """How N GPUs' tokens/s relate to one GPU's, where that is not measured for N."""
-    if o.count == 1 or o.replicas > 1 or o.basis == "measured":
+    if o.count == 1 or o.replicas > 1 or o.basis == "measured" or o.model == MOVED:
         return ""
     return f", {o.speedup:.2f} x one GPU's by {o.scaling_basis}"
 

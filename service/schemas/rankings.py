@@ -38,7 +38,8 @@ class AnswerRow(BaseModel):
     model: str = Field(
         description="measured | measured-scaled (one GPU measured, N by a scaling) | nnls | "
         "shape-scaled | borrowed | roofline-prior; model= asks "
-        "also workload-scaled | llm-train-scaled | roofline-learned (see README)"
+        "also measured-moved | workload-scaled | llm-train-scaled | roofline-learned "
+        "(see README)"
     )
     n: int = Field(description="Results behind a measured value; measured GPUs behind a fit.")
     band: float = Field(0.8, description="Nominal coverage of throughput_low..throughput_high.")

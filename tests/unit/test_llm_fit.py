@@ -302,3 +302,22 @@ def test_transfer_half_width_is_the_conformal_quantile_of_the_roofline_misses():
     assert llm_fit.transfer_half_width(points, 0.8) == pytest.approx(math.log(2))
     assert llm_fit.transfer_half_width(points, 0.5) == pytest.approx(0.0)
     assert llm_fit.transfer_half_width(points[-1:], 0.8) == 0.0
+
+
+def test_context_move_half_width_pairs_token_counts_of_one_model_and_format_on_one_gpu():
+    """Moving tg512 to tg8192 on one GPU: exact on one GPU, 1.5x off on another; other models,
+    formats and GPUs with one count give no pair."""
+    point = llm_fit.DecodePoint
+    points = [
+        point("a", "8b", 100.0, 1000.0, "q4_k_m", 512),
+        point("a", "8b", 80.0, 800.0, "q4_k_m", 8192),
+        point("b", "8b", 100.0, 1000.0, "q4_k_m", 512),
+        point("b", "8b", 120.0, 800.0, "q4_k_m", 8192),
+        point("b", "8b", 10.0, 1000.0, "f16", 512),
+        point("b", "70b", 1.0, 1000.0, "q4_k_m", 512),
+        point("c", "8b", 5.0, 10.0, "q4_k_m", 512),
+    ]
+    # four ordered pairs, |log error| 0, 0, ln 1.5, ln 1.5; rank ceil(5 x q)
+    assert llm_fit.context_move_half_width(points, 0.8) == pytest.approx(math.log(1.5))
+    assert llm_fit.context_move_half_width(points, 0.4) == pytest.approx(0.0)
+    assert llm_fit.context_move_half_width(points[-1:], 0.8) == 0.0
