@@ -235,10 +235,10 @@ def configuration_model(config: Configuration) -> str:
 
 
 def _basis_phrase(config: Configuration, unit: str) -> str:
+    likely = f"likely {figure(config.low)}-{figure(config.high)} {unit}"
     if config.basis == "measured":
         with_ = f" ({', '.join(config.frameworks)})" if config.frameworks else ""
-        return f"median of {counted(config.n, 'accepted result')}{with_}"
-    likely = f"likely {figure(config.low)}-{figure(config.high)} {unit}"
+        return f"median of {counted(config.n, 'accepted result')}{with_}, {likely}"
     if config.candidate.estimate.basis == "measured":  # one GPU measured, N by a scaling
         one = counted(config.n, "accepted result")
         return f"one GPU measured (median of {one}), {config.count} by the scaling, {likely}"

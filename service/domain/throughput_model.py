@@ -394,6 +394,8 @@ class Observation:
     n: int
     mad: float
     per_gpu_of: int = 1
+    # the frameworks of its results, where known (FittedModel.framework_noise)
+    frameworks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -969,6 +971,10 @@ class FittedModel:
     # workload -> the largest share of its physics ceiling any measured GPU reached on it
     # (measured_envelope): no estimate claims more of its own
     envelope: Mapping[str, float] = field(default_factory=dict)
+    # workload -> (the framework most of its GPUs were measured with, the relative sigma of
+    # GPUs measured with several): what a value measured with others only leaves open
+    # (framework_noise)
+    framework_noise: Mapping[str, tuple[str, float]] = field(default_factory=dict)
 
     def predict(self, gpu: str, workload: str) -> Prediction | None:
         """Measured median where measured, else the model; None without a basis."""
@@ -984,6 +990,9 @@ class FittedModel:
                 if rel is None
                 else min(max(z * rel, 1e-6), MAX_LOG_HALF_WIDTH)
             )
+            other = self.framework_noise.get(workload)
+            if other is not None and obs.frameworks and other[0] not in obs.frameworks:
+                half = max(half, min(z * other[1], MAX_LOG_HALF_WIDTH))
             return Prediction(
                 gpu,
                 workload,
@@ -1071,6 +1080,7 @@ class FittedModel:
             self.coverage,
             self.borrowing,
             envelope,
+            self.framework_noise,
         )
 
     def predict_all(self) -> dict[tuple[str, str], Prediction]:
@@ -1347,7 +1357,32 @@ def fit(
     for w, f in fits.items():
         if f.method == "borrowed" and (share := borrowed_envelope(measured, fits, wls, wls[w])):
             envelope[w] = share
-    return FittedModel(specs, wls, obs, fits, eff, noise, coverage, borrowing, envelope)
+    return FittedModel(
+        specs, wls, obs, fits, eff, noise, coverage, borrowing, envelope, framework_noise(by_w)
+    )
+
+
+def framework_noise(by_w: Mapping[str, list[Observation]]) -> dict[str, tuple[str, float]]:
+    """Per workload whose results come from several frameworks: the one most of its GPUs were
+    measured with, and the median relative sigma of the GPUs measured with more than one.
+
+    A value measured only with another framework is not what the workload's other GPUs' values
+    mean: on GPT-2 training an RX 7900 XTX was measured once, with an llm.c fork, and answered
+    $800 at 70,208 tokens/s +-2% (the run-to-run noise of the PyTorch pairs), where the RTX
+    4090 and the A100 PCIe 40GB, measured both ways, are 36% and 26% apart. Such a value's band
+    is at least this spread at the nominal coverage."""
+    out = {}
+    for w, rows in by_w.items():
+        known = [o for o in rows if o.frameworks and o.per_gpu_of == 1]
+        counts: dict[str, int] = {}
+        for o in known:
+            for f in o.frameworks:
+                counts[f] = counts.get(f, 0) + 1
+        mixed = [r for o in known if len(o.frameworks) > 1 and (r := _relative_sigma(o))]
+        if len(counts) > 1 and mixed:
+            main = min(counts, key=lambda f: (-counts[f], f))
+            out[w] = (main, float(np.median(mixed)))
+    return out
 
 
 def _pooled_noise(

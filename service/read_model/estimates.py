@@ -165,6 +165,7 @@ def load_inputs(session: Session) -> ModelInputs:
         held = chosen.get(key3)
         if held is None or agg.gpu_count < held.gpu_count:
             chosen[key3] = agg
+    frameworks = _single_gpu_frameworks(session, slug_of, workloads)
     observations = []
     for agg in chosen.values():
         w = workloads.get(agg.workload_id)
@@ -173,9 +174,16 @@ def load_inputs(session: Session) -> ModelInputs:
         key = model_key(w.slug, agg.precision)
         wl_specs.setdefault(key, workload_spec(w, agg.precision))
         count = max(agg.gpu_count, 1)
+        slug = slug_of[agg.gpu_id]
         observations.append(
             tm.Observation(
-                slug_of[agg.gpu_id], key, agg.median / count, agg.n, agg.mad / count, count
+                slug,
+                key,
+                agg.median / count,
+                agg.n,
+                agg.mad / count,
+                count,
+                frameworks.get((slug, key), ()) if count == 1 else (),
             )
         )
     observations.sort(key=lambda o: (o.workload, o.gpu))
@@ -185,7 +193,7 @@ def load_inputs(session: Session) -> ModelInputs:
         observations,
         {g.id or -1: g for g in gpus},
         cal,
-        _single_gpu_frameworks(session, slug_of, workloads),
+        frameworks,
     )
 
 

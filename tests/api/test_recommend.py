@@ -2,12 +2,14 @@
 
 import csv
 import io
+import math
 import re
 from datetime import date
 
 import pytest
 
 from service.catalog import loaders as catalog
+from service.domain.estimate import figure
 from service.read_model.reads import ReadModel
 from service.read_model.snapshot import utc_today
 
@@ -405,6 +407,41 @@ def test_a_measured_value_says_which_frameworks_measured_it(client, keys):
     mine = next(r for r in recs if r["gpu"] == "nvidia-rtx-3090")
     assert mine["frameworks"] == ["llm.c", "pytorch"]
     assert "median of 3 accepted results (llm.c, pytorch)" in mine["why"]
+
+
+def test_a_value_measured_only_with_a_minority_framework_has_the_frameworks_spread(client, keys):
+    """Most GPUs measured with PyTorch, one with llm.c and PyTorch 30% apart: a GPU measured
+    once with llm.c only gets that spread as its band (it had the PyTorch pairs' +-1%), and
+    its why says so; a PyTorch GPU measured once keeps the run-to-run noise."""
+    results = [
+        ("nvidia-rtx-4090", 130000.0, "llm.c"),
+        ("nvidia-rtx-4090", 100000.0, "pytorch"),
+        ("nvidia-rtx-a6000", 90000.0, "pytorch"),
+        ("nvidia-rtx-a6000", 91000.0, "pytorch"),
+        ("nvidia-l40s", 140000.0, "pytorch"),
+        ("nvidia-l40s", 141400.0, "pytorch"),
+        ("nvidia-rtx-a5000", 70000.0, "pytorch"),
+        ("amd-rx-7900-xtx", 70000.0, "llm.c"),
+    ]
+    rows = [
+        {"gpu": g, "workload": "llm-train", "value": v, "precision": "bf16", "framework": fw,
+         "gpu_count": 1}
+        for g, v, fw in results
+    ]  # fmt: skip
+    response = client.post("/results", json={"results": rows}, headers=keys.auth(keys.submitter))
+    assert response.status_code == 201, response.text
+    items = client.get("/rankings", params={"workload": "llm-train"}).json()["items"]
+    by_gpu = {i["gpu"]: i for i in items}
+    spread = 1.4826 * 15000.0 / 115000.0  # the RTX 4090's relative sigma
+    other, main = by_gpu["amd-rx-7900-xtx"], by_gpu["nvidia-rtx-a5000"]
+    assert other["basis"] == main["basis"] == "measured"
+    assert math.log(other["throughput_high"] / 70000.0) == pytest.approx(1.2816 * spread, 1e-3)
+    assert math.log(main["throughput_high"] / 70000.0) < 0.03
+    ask = {"budget": 800, "workload": "llm-train", "max_gpus": 1, "stack": "rocm-radeon"}
+    recs = client.get("/recommend", params=ask).json()["recommendations"]
+    xtx = next(r for r in recs if r["gpu"] == "amd-rx-7900-xtx")
+    low, high = figure(other["throughput_low"]), figure(other["throughput_high"])
+    assert f"median of 1 accepted result (llm.c), likely {low}-{high} tokens/s" in xtx["why"]
 
 
 def test_rows_kept_per_snapshot_still_answer_each_budget_and_cost_setting(client):

@@ -142,6 +142,28 @@ def test_single_result_gets_pooled_noise_of_its_workload() -> None:
     assert math.log(p.high / p.value) == pytest.approx(tm._z(0.8) * 1.4826 * 0.1, rel=1e-6)
 
 
+def test_a_value_measured_only_with_another_framework_spans_the_frameworks_spread() -> None:
+    """Most GPUs measured with one framework (pytorch), one with both (40% apart): a GPU
+    measured once with the other (llm.c) gets that spread, not the run-to-run noise; a GPU
+    measured once with the main framework keeps the noise."""
+    gpus, wls, _ = world(5, seed=6)
+    both = tm.Observation("g1", "conv", 120.0, 2, 20.0, frameworks=("llm.c", "pytorch"))
+    obs = [
+        tm.Observation("g0", "conv", 100.0, 1, 0.0, frameworks=("llm.c",)),
+        both,
+        tm.Observation("g2", "conv", 200.0, 2, 2.0, frameworks=("pytorch",)),
+        tm.Observation("g3", "conv", 150.0, 1, 0.0, frameworks=("pytorch",)),
+        tm.Observation("g4", "conv", 180.0, 2, 1.8, frameworks=("pytorch",)),
+    ]
+    model = tm.fit(gpus, wls, obs)
+    assert model.framework_noise["conv"] == ("pytorch", pytest.approx(1.4826 * 20 / 120))
+    other, main = model.predict("g0", "conv"), model.predict("g3", "conv")
+    assert other is not None and main is not None
+    z = tm._z(0.8)
+    assert math.log(other.high / other.value) == pytest.approx(z * 1.4826 * 20 / 120)
+    assert math.log(main.high / main.value) == pytest.approx(z * 1.4826 * 0.01)
+
+
 def test_estimate_band_not_narrower_than_measured_spread() -> None:
     gpus, wls, obs = world(8, seed=7)
     spread = [tm.Observation(o.gpu, o.workload, o.median, 5, 0.2 * o.median) for o in obs]
