@@ -47,13 +47,23 @@ def header_value(text: str) -> str:
 
 
 def csv_response(
-    rows: Iterable[Mapping[str, Any]], columns: Sequence[str], headers: dict[str, str] | None = None
+    rows: Iterable[Mapping[str, Any]],
+    columns: Sequence[str],
+    headers: dict[str, str] | None = None,
+    answer: Mapping[str, Any] | None = None,
 ) -> Response:
+    """`rows` as CSV; `answer`'s fields (the workload and precision a JSON answer states once)
+    fill each row's empty cell of that name: a saved file has no answer around its rows, and
+    a ranking at fp16 could not be told from one at fp32."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow(flatten(row))
+        flat = flatten(row)
+        for name, value in (answer or {}).items():
+            if flat.get(name) is None:
+                flat[name] = value
+        writer.writerow(flat)
     return Response(buffer.getvalue(), media_type=CSV_MEDIA_TYPE, headers=headers)
 
 

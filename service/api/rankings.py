@@ -30,7 +30,7 @@ MODEL_RANKING_PARAMS = (
     "max_gpus",
     "framework",
 )
-CSV_COLUMNS = columns_for(RankingItem)
+CSV_COLUMNS = [*columns_for(RankingItem), "workload"]  # each row states the answer's workload
 
 
 @router.get(
@@ -89,7 +89,11 @@ async def rankings(
         workload, precision, condition, min_memory_gb, sort, costs.settings(), allow_stale, stack
     )
     if wants_csv(request, format):
-        as_csv = csv_response((r.model_dump(mode="json") for r in read.rows), CSV_COLUMNS)
+        as_csv = csv_response(
+            (r.model_dump(mode="json") for r in read.rows),
+            CSV_COLUMNS,
+            answer={"workload": read.snapshot.workload.slug, "precision": read.snapshot.precision},
+        )
         return read_model.stored(request.scope, read, as_csv)
     answer = Rankings(
         items=read.rows,
@@ -123,7 +127,14 @@ async def _llm_rankings(
     rows = llm_rows.ranking_rows(ask, read.data, max_gpus, framework, sort, pool, costs)
     llm_rows.relative_to(rows, ask, read.data, framework, read_model.settings.reference_gpu)
     if wants_csv(request, format):
-        as_csv = csv_response((r.model_dump(mode="json") for r in rows), CSV_COLUMNS)
+        as_csv = csv_response(
+            (r.model_dump(mode="json") for r in rows),
+            CSV_COLUMNS,
+            answer={
+                "workload": f"{ask.model.slug}:{ask.task}",
+                "precision": llm_rows.precision_of(ask.quant),
+            },
+        )
         return read_model.stored(request.scope, read, as_csv)
     answer = Rankings(
         items=rows,

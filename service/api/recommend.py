@@ -25,7 +25,7 @@ from service.schemas.queries import RecommendQuery
 from service.schemas.rankings import Recommendation, Recommendations
 
 router = APIRouter(tags=["recommend"], route_class=DirectRoute)
-CSV_COLUMNS = columns_for(Recommendation)
+CSV_COLUMNS = [*columns_for(Recommendation), "workload"]  # each row states the answer's workload
 RecommendQueryDep = Annotated[RecommendQuery, Depends(QueryModel(RecommendQuery))]
 
 
@@ -107,7 +107,10 @@ def _respond(
     skipping FastAPI's second validation pass."""
     if as_csv:
         headers = {"X-Hint": header_value(hint)} if hint else None
-        return csv_response((i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers)
+        stated = {k: answer.get(k) for k in ("workload", "precision")}
+        return csv_response(
+            (i.model_dump(mode="json") for i in items), CSV_COLUMNS, headers, answer=stated
+        )
     body = Recommendations(
         recommendations=items,
         hint=hint,

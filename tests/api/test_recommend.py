@@ -241,13 +241,37 @@ def test_csv_and_json_agree(client):
         assert int(c["count"]) == j["count"] and c["why"] == j["why"]
     ranked = client.get("/rankings", headers={"Accept": "text/csv"})
     assert ranked.text.splitlines()[0].startswith("rank,gpu,name,memory_gb,throughput")
-    assert ranked.text.splitlines()[0].endswith(",price_stale,perf_per_watt,frameworks")
+    assert ranked.text.splitlines()[0].endswith(",price_stale,perf_per_watt,frameworks,workload")
     assert len(ranked.text.splitlines()) - 1 == len(client.get("/rankings").json()["items"])
     gpus_csv = client.get("/gpus", params={"format": "csv", "limit": 500}).text
     gpus_json = client.get("/gpus", params={"limit": 500}).json()["items"]
     parsed = list(csv.DictReader(io.StringIO(gpus_csv)))
     assert [r["slug"] for r in parsed] == [g["slug"] for g in gpus_json]
     assert parsed[0]["aliases"] == "|".join(gpus_json[0]["aliases"])
+
+
+def test_each_csv_row_states_the_answers_workload_and_precision(client):
+    """A saved CSV has no answer around its rows: rankings at fp16 and fp32 were told apart by
+    nothing (the precision column empty, no workload column)."""
+    for path, params in [
+        ("/rankings", {"workload": "resnet50-train", "precision": "fp32"}),
+        ("/rankings", {"workload": "resnet50-train", "precision": "fp16"}),
+        ("/recommend", {"workload": "resnet50-train", "precision": "fp32", "budget": 3000}),
+        ("/rankings", {"model": "llama-3.1-8b", "quant": "q4_k_m"}),
+        ("/recommend", {"model": "llama-3.1-8b", "quant": "q4_k_m", "budget": 3000}),
+    ]:
+        rows = list(
+            csv.DictReader(io.StringIO(client.get(path, params=params | {"format": "csv"}).text))
+        )
+        assert rows, (path, params)
+        workload = params.get("workload") or f"{params['model']}:inference"
+        precision = params.get("precision") or params["quant"]
+        assert {r["workload"] for r in rows} == {workload}, (path, params)
+        assert {r["precision"] for r in rows} == {precision}, (path, params)
+    # a row's own precision stays where it differs from the answer's (fp16 without bf16 units)
+    mixed = client.get("/rankings", params={"workload": "llm-train", "format": "csv"}).text
+    own = {r["gpu"]: r["precision"] for r in csv.DictReader(io.StringIO(mixed))}
+    assert own["nvidia-rtx-4090"] == "bf16" and own["nvidia-rtx-2080-ti"] == "fp16"
 
 
 def test_a_write_is_visible_to_the_next_read(client, keys):
