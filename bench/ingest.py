@@ -48,7 +48,7 @@ from service.catalog.peaks import peak_rates
 from service.catalog.seed import seed
 from service.core.db import make_engine
 from service.core.migrations import upgrade
-from service.domain.plausibility import peak_tflops
+from service.domain.plausibility import lacks_fp8_units, peak_tflops
 from service.models import Gpu, Workload
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.e2e.servers
@@ -149,12 +149,24 @@ def load_catalog(session: Session, rng: np.random.Generator) -> Catalog:
     all_workloads = session.exec(select(Workload).order_by(Workload.slug)).all()
     workloads = [w for w in all_workloads if w.flops_per_unit]  # the physics gate needs FLOPs
     picked = sorted(rng.choice(len(gpus), size=min(GPUS_IN_MIX, len(gpus)), replace=False))
-    groups = [typical_group(gpus[i], workload, rng) for i in picked for workload in workloads]
+    groups = [
+        typical_group(gpus[i], workload, rng)
+        for i in picked
+        for workload in workloads
+        if runs_at_its_precision(gpus[i], workload)
+    ]
     return Catalog(
         groups=groups,
         gpu_ids={g.slug: g.id for g in gpus if g.id is not None},
         workload_ids={w.slug: w.id for w in workloads if w.id is not None},
     )
+
+
+def runs_at_its_precision(gpu: Gpu, workload: Workload) -> bool:
+    """Whether the gate takes the pair at the workload's precision: an fp8 workload (MLPerf)
+    on a GPU without FP8 units is `no_fp8_units`, as no lab submits."""
+    decode = bool(workload.model) and workload.memory_bound
+    return not lacks_fp8_units(workload.precision, peak_rates(gpu), gpu.architecture, decode)
 
 
 def typical_group(gpu: Gpu, workload: Workload, rng: np.random.Generator) -> Group:

@@ -55,6 +55,28 @@ def peak_tflops(rates: PeakRates, precision: str) -> float:
     return max(v for v in values if v is not None)
 
 
+# NVIDIA architectures without FP8 tensor cores that run FP8 weights as weight-only W8A16
+# (FP8 Marlin, compute capability 7.5 to 8.7): vLLM docs, features/quantization/fp8 ("FP8
+# models will run on compute capability >= 7.5 (Turing) as weight-only W8A16"), dense models
+# only ("vLLM supports FP8 MoE models only on Ada Lovelace or Hopper GPUs (>= SM 89)", Red Hat
+# AI on huggingface.co/neuralmagic/DeepSeek-Coder-V2-Instruct-FP8, discussion 1).
+FP8_WEIGHT_ONLY_ARCHITECTURES = frozenset({"turing", "ampere"})
+NO_FP8_UNITS = "no_fp8_units"
+
+
+def lacks_fp8_units(
+    precision: str, rates: PeakRates, architecture: str, weight_only_decode: bool
+) -> bool:
+    """An fp8 run on a GPU without FP8 tensor units, which no framework does: only an LLM's
+    memory-bound decode reads FP8 weights there, as weight-only W8A16 on Turing and Ampere
+    (`weight_only_decode`: the workload is one). An RTX 3090 ResNet-50 result at fp8 had been
+    accepted, and moved every GPU's fp8 estimate (the fit took it as the workload's only
+    measured GPU at that precision)."""
+    if COMPUTE_PRECISION.get(precision, precision) != "fp8" or rates.fp8_tensor:
+        return False
+    return not (weight_only_decode and architecture in FP8_WEIGHT_ONLY_ARCHITECTURES)
+
+
 def fp16_accumulate_tflops(rates: PeakRates) -> float:
     """FP16 matrix rate with FP16 accumulation: the catalog's fp16 rate, or half the int8 rate
     where that is higher.

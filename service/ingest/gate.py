@@ -20,7 +20,12 @@ from service.catalog.llm import decode_bytes_floor_of
 from service.catalog.lookup import by_slugs
 from service.catalog.peaks import peak_rates
 from service.core.errors import InvalidInput
-from service.domain.plausibility import exceeds_bandwidth, exceeds_peak
+from service.domain.plausibility import (
+    NO_FP8_UNITS,
+    exceeds_bandwidth,
+    exceeds_peak,
+    lacks_fp8_units,
+)
 from service.domain.vocabulary import precisions_for
 from service.ingest.groups import evaluate_locked, lock_groups
 from service.ingest.known import read_known
@@ -101,21 +106,29 @@ def _new_rows(
     now = utcnow()
     # What each row needs of its GPU and workload, read off the ORM objects once per batch.
     gpu_of = {
-        slug: (gpu.id, peak_rates(gpu), gpu.memory_bandwidth_gbs) for slug, gpu in gpus.items()
+        slug: (gpu.id, peak_rates(gpu), gpu.memory_bandwidth_gbs, gpu.architecture)
+        for slug, gpu in gpus.items()
     }
     workload_of = {
-        slug: (w.id, w.flops_per_unit, decode_bytes_floor_of(w.model, w.quant, w.phase))
+        slug: (
+            w.id,
+            w.flops_per_unit,
+            decode_bytes_floor_of(w.model, w.quant, w.phase),
+            bool(w.model) and w.memory_bound,  # an LLM's decode: FP8 weights run weight-only
+        )
         for slug, w in workloads.items()
     }
     rows: list[NewRow] = []
     for item, extra in zip(items, extras, strict=True):
-        (gpu_id, rates, bandwidth), (workload_id, flops, bytes_per_unit) = (
+        (gpu_id, rates, bandwidth, architecture), (workload_id, flops, bytes_per_unit, decode) = (
             gpu_of[item.gpu],
             workload_of[item.workload],
         )
         assert gpu_id is not None and workload_id is not None
         reason = None
-        if exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision):
+        if lacks_fp8_units(item.precision, rates, architecture, decode):
+            reason = NO_FP8_UNITS
+        elif exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision):
             reason = "exceeds_peak"
         elif exceeds_bandwidth(item.value, bytes_per_unit, item.gpu_count, bandwidth):
             reason = "exceeds_bandwidth"

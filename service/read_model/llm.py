@@ -67,7 +67,7 @@ from service.domain.estimate import (
     precision_note,
     unmeasured_stack_note,
 )
-from service.domain.plausibility import PeakRates, peak_tflops
+from service.domain.plausibility import FP8_WEIGHT_ONLY_ARCHITECTURES, PeakRates, peak_tflops
 from service.domain.prices import (
     PriceObservation,
     age_days,
@@ -730,14 +730,6 @@ def _options(
             scaling_width=width,
         )
     return list(out.values())
-
-
-# NVIDIA architectures without FP8 tensor cores that run FP8 weights as weight-only W8A16
-# (FP8 Marlin, compute capability 7.5 to 8.7): vLLM docs, features/quantization/fp8 ("FP8
-# models will run on compute capability >= 7.5 (Turing) as weight-only W8A16"), dense models
-# only ("vLLM supports FP8 MoE models only on Ada Lovelace or Hopper GPUs (>= SM 89)", Red Hat
-# AI on huggingface.co/neuralmagic/DeepSeek-Coder-V2-Instruct-FP8, discussion 1).
-FP8_WEIGHT_ONLY_ARCHITECTURES = frozenset({"turing", "ampere"})
 
 
 def runs_format(gpu: GpuRow, ask: llm_fit.Ask) -> bool:

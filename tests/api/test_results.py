@@ -286,6 +286,23 @@ def test_physics_rejects_decode_faster_than_the_bandwidth_reads_the_weights(clie
     assert two.json()["reason"] != "exceeds_bandwidth"  # a tensor split reads half on each
 
 
+def test_physics_rejects_fp8_from_a_gpu_without_fp8_units(client, keys):
+    """No framework trains at fp8 without FP8 tensor units; an LLM's decode reads FP8 weights
+    weight-only on Turing and Ampere (vLLM's W8A16), nowhere else without the units."""
+    cases = [
+        ({"gpu": "nvidia-rtx-3090", "value": 860.0}, "rejected"),
+        ({"gpu": "nvidia-rtx-4090", "value": 1600.0}, "accepted"),
+        ({"gpu": "nvidia-rtx-3090", "workload": "llm-inference", "value": 60.0}, "accepted"),
+        ({"gpu": "nvidia-v100-sxm2-16gb", "workload": "llm-inference", "value": 60.0}, "rejected"),
+        ({"gpu": "amd-rx-7900-xtx", "workload": "llm-inference", "value": 60.0}, "rejected"),
+    ]
+    for overrides, status in cases:
+        body = post(client, keys, result(**overrides, precision="fp8")).json()
+        assert body["status"] == status, (overrides, body)
+        if status == "rejected":
+            assert body["reason"] == "no_fp8_units"
+
+
 def test_physics_uses_fp32_peak_for_a_gpu_without_tensor_cores(client, keys):
     # GTX 1080 Ti: no tensor cores, fp32 11.34 TFLOPS -> fp16 claims are capped near that.
     ceiling = 1.05 * 11.34e12 / flops_per_unit("resnet50-train")
