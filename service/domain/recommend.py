@@ -145,18 +145,21 @@ def configurations(
     result_noise: float = 0.0,
     memory_splits: bool = False,
     one_job: bool = False,
+    count_allowed: Callable[[int], bool] = lambda _count: True,
 ) -> list[Configuration]:
     """Every priced (GPU, count) that can be bought (`configuration` of each), best
     throughput first, then cheapest. N GPUs no faster than one (a llama.cpp layer split:
     each token passes the GPUs in turn) are left out, they buy nothing for one job, unless
     `memory_splits`: then they buy the memory to hold a model that one GPU cannot
     (within_budget keeps them only for that). `one_job`: the counts run one job together
-    (parallel mode), so a complete computer is offered alone (availability.purchase_counts)."""
+    (parallel mode), so a complete computer is offered alone (availability.purchase_counts).
+    `count_allowed`: the counts one job can be split over (a model's heads)."""
     every = (
         configuration(cand, count, scaling_for, measured_multi, use_measured_multi, result_noise)
         for cand in candidates
         if cand.price is not None
         for count in purchase_counts(cand.availability, max_gpus, one_job)
+        if count_allowed(count)
     )
     configs = [c for c in every if c.count == 1 or c.speedup > 1.0 or memory_splits]
     configs.sort(key=lambda c: (-c.throughput, c.total_price, c.candidate.slug))

@@ -32,6 +32,16 @@ def _check_holds(snapshot: Snapshot, cand: Candidate, count: int) -> None:
             "count_not_available",
             allowed=allowed,
         )
+    if not snapshot.splits_over("parallel", count):
+        splits = [n for n in allowed if snapshot.splits_over("parallel", n)]
+        raise InvalidInput.one(
+            ("query", "count"),
+            f"{snapshot.workload.slug} decodes {snapshot.workload.model} tensor-parallel, which "
+            f"needs its heads divisible among the GPUs; count may be "
+            + ", ".join(str(n) for n in splits),
+            "count_not_splittable",
+            allowed=splits,
+        )
     need = snapshot.workload.min_memory_gb
     held = cand.memory_gb * count if snapshot.layer_split else cand.memory_gb
     if held < need:

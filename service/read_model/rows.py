@@ -498,7 +498,11 @@ def _may_be_kept_out(
             c.price is None and c.shown_price is not None and c.availability.unit_gpus <= 1
         )
         counts = (
-            purchase_counts(c.availability, max_gpus, ask.mode == "parallel")
+            [
+                n
+                for n in purchase_counts(c.availability, max_gpus, ask.mode == "parallel")
+                if snapshot.splits_over(ask.mode, n)
+            ]
             if older_priced_card
             else []
         )

@@ -18,7 +18,9 @@ from typing import NamedTuple, TypeVar, cast
 
 from sqlmodel import Session, col, select
 
+from service.catalog import llm
 from service.domain import estimate as est
+from service.domain import memory
 from service.domain import throughput_model as tm
 from service.domain.availability import Availability
 from service.domain.llm_fit import split_ratios, split_speedup
@@ -134,6 +136,16 @@ class Snapshot:
             return None
         return throughput / ref.estimate.value
 
+    def splits_over(self, mode: Mode, count: int) -> bool:
+        """Whether one job can run on `count` GPUs: a decode workload of a catalog model split
+        tensor-parallel needs its attention and KV heads divisible among them
+        (memory.split_fits); Llama 2 7B's 32 heads go on 1, 2, 4 or 8 GPUs, and `llm-inference`
+        had been answered at $50,000 with 7 x RTX 5090 (3.68x)."""
+        if mode != "parallel" or count <= 1 or not self.decode or self.layer_split:
+            return True
+        spec = llm.models().get(self.workload.model or "")
+        return spec is None or memory.split_fits(spec, count, "tensor")
+
     @property
     def layer_split(self) -> bool:
         """A llama-bench workload (one that fixes a GGUF or F16 file for a prefill or decode
@@ -201,6 +213,7 @@ class Snapshot:
                 result_noise=self.result_noise,
                 memory_splits=self.layer_split and mode == "parallel",
                 one_job=mode == "parallel",
+                count_allowed=lambda n: self.splits_over(mode, n),
             ),
         )
 

@@ -34,6 +34,25 @@ def test_decode_on_four_gpus_is_tensor_parallel_not_data_parallel(client):
     assert _four(client, "independent")["scaling_factor"] == 4
 
 
+def test_decode_splits_only_over_counts_its_models_heads_divide(client):
+    """Llama 2 7B's 32 attention heads go tensor-parallel on 1, 2, 4 or 8 GPUs: /recommend
+    offered 7, 6 and 5 x RTX 5090 for llm-inference; /compare names the counts it may take.
+    Independent copies take any count."""
+    params = {"budget": 50000, "workload": "llm-inference", "max_gpus": 8, "limit": 50}
+    parallel = client.get("/recommend", params=params).json()["recommendations"]
+    assert parallel and {r["count"] for r in parallel} <= {1, 2, 4, 8}
+    independent = client.get("/recommend", params=params | {"mode": "independent"}).json()
+    assert {r["count"] for r in independent["recommendations"]} - {1, 2, 4, 8}
+    three = client.get(
+        "/compare", params={"gpu": "nvidia-rtx-5090", "count": 3, "workload": "llm-inference"}
+    )
+    assert three.status_code == 422
+    detail = three.json()["detail"][0]
+    assert (detail["type"], detail["allowed"]) == ("count_not_splittable", [1, 2, 4, 8])
+    four = {"gpu": "nvidia-rtx-5090", "count": 4, "workload": "llm-inference"}
+    assert client.get("/compare", params=four).status_code == 200
+
+
 def test_training_still_uses_the_data_parallel_profile():
     profiles = {("pytorch", "pcie", 4): 0.9}
     assert scaling(profiles, "parallel", "pytorch", "pcie", 4).speedup == pytest.approx(3.6)
