@@ -42,7 +42,7 @@ def _check_holds(snapshot: Snapshot, cand: Candidate, count: int) -> None:
             "count_not_splittable",
             allowed=splits,
         )
-    need = snapshot.workload.min_memory_gb
+    need = snapshot.min_memory_gb
     held = cand.memory_gb * count if snapshot.layer_split else cand.memory_gb
     if held < need:
         over = (

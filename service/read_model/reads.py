@@ -145,7 +145,7 @@ class ReadModel:
         stack: str | None = None,
     ) -> Rows[RankingItem]:
         key, snapshot = await self._snapshot_for(workload, precision, condition, allow_stale)
-        need = snapshot.workload.min_memory_gb
+        need = snapshot.min_memory_gb
         min_memory = need if min_memory_gb is None else min_memory_gb
         if snapshot.layer_split:  # a row is one GPU: it must hold the model file, whatever is asked
             min_memory = max(min_memory, need)
@@ -157,7 +157,7 @@ class ReadModel:
         key, snapshot = await self._snapshot_for(
             ask.workload, ask.precision, ask.condition, ask.allow_stale
         )
-        wanted, need = ask.min_memory_gb, snapshot.workload.min_memory_gb
+        wanted, need = ask.min_memory_gb, snapshot.min_memory_gb
         min_memory = need if wanted is None else wanted
         if snapshot.layer_split:
             # a model file's weights, whatever min_memory_gb asks: split over the GPUs of a

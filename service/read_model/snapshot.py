@@ -128,11 +128,24 @@ class Snapshot:
     def by_slug(self) -> dict[str, Candidate]:
         return {c.slug: c for c in self.candidates}
 
+    @property
+    def min_memory_gb(self) -> float:
+        """The workload's memory floor at the snapshot's precision: a named model's weights
+        at that precision, the rest of the stated floor (KV cache, runtime) as it is.
+        `llm-inference` states 16 GB for Llama 2 7B in fp16 (13.5 GB of weights); in fp32 its
+        weights are 27 GB, and 16 GB cards had been recommended for it."""
+        w = self.workload
+        spec = llm.models().get(w.model or "")
+        own, asked = est.BYTES_PER_PARAM.get(w.precision), est.BYTES_PER_PARAM.get(self.precision)
+        if spec is None or w.quant or not own or not asked or own == asked:
+            return w.min_memory_gb
+        return max(w.min_memory_gb + spec.params_b * (asked - own), 0.0)
+
     def relative(self, throughput: float) -> float | None:
         """Throughput over the reference GPU's; None where the reference cannot run the
         workload (less memory than it needs: an RTX 4090 on MLPerf Llama 2 70B LoRA)."""
         ref = self.reference
-        if ref is None or ref.estimate.value <= 0 or ref.memory_gb < self.workload.min_memory_gb:
+        if ref is None or ref.estimate.value <= 0 or ref.memory_gb < self.min_memory_gb:
             return None
         return throughput / ref.estimate.value
 

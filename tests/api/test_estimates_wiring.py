@@ -53,6 +53,24 @@ def test_decode_splits_only_over_counts_its_models_heads_divide(client):
     assert client.get("/compare", params=four).status_code == 200
 
 
+def test_a_named_models_memory_floor_follows_the_asked_precision(client):
+    """llm-inference states 16 GB for Llama 2 7B in fp16 (13.5 GB of weights): in fp32 the
+    weights alone are 27 GB, and 16 GB cards had been recommended; in fp8 they are 6.7 GB."""
+    from service.catalog import llm
+
+    params_b = llm.models()["llama-2-7b"].params_b
+    for precision, bytes_per_param in [("fp16", 2), ("fp32", 4), ("fp8", 1)]:
+        floor = 16 + params_b * (bytes_per_param - 2)
+        ask = {"workload": "llm-inference", "precision": precision}
+        ranked = client.get("/rankings", params=ask).json()["items"]
+        assert ranked and min(r["memory_gb"] for r in ranked) >= floor, precision
+        answer = client.get("/recommend", params=ask | {"budget": 10**5, "limit": 50}).json()
+        assert answer["min_memory_gb"] == pytest.approx(floor), precision
+        assert all(r["memory_gb"] >= floor for r in answer["recommendations"]), precision
+    fp8 = client.get("/rankings", params={"workload": "llm-inference", "precision": "fp8"})
+    assert min(r["memory_gb"] for r in fp8.json()["items"]) < 16  # 12 GB cards hold it
+
+
 def test_training_still_uses_the_data_parallel_profile():
     profiles = {("pytorch", "pcie", 4): 0.9}
     assert scaling(profiles, "parallel", "pytorch", "pcie", 4).speedup == pytest.approx(3.6)
