@@ -284,7 +284,7 @@ class EstimateModel:
         """Every GPU's single-GPU estimate for (workload, precision), by slug; none for a GPU
         without the units the precision needs unless it was measured at it, alone or in an
         N-GPU system (`lacks_units`)."""
-        found = self._estimates(workload, precision)
+        found = self._bounded_by_bytes(workload, precision, self._estimates(workload, precision))
         lacking = lacks_units(self.inputs.rows.values(), precision)
         if not lacking:
             return found
@@ -292,6 +292,21 @@ class EstimateModel:
         # measured at it: on one GPU, or in an N-GPU system (MLPerf's fp4 B200 and GB200)
         ran = {gpu for gpu, w in self.fitted.observations if w == key}
         return {slug: e for slug, e in found.items() if slug not in lacking or slug in ran}
+
+    def _bounded_by_bytes(
+        self, workload: Workload, precision: str, found: dict[str, est.Estimate]
+    ) -> dict[str, est.Estimate]:
+        """`found` at most the workload's own precision's estimates x the ratio of their bytes
+        per unit, where `precision` reads more of them (est.bounded_by_bytes): a memory-bound
+        workload of a catalog model in no fixed format (llm-inference at fp32)."""
+        if precision == workload.precision or not workload.memory_bound:
+            return found
+        asked = workload_spec(workload, precision).bytes_per_unit
+        own = workload_spec(workload, workload.precision).bytes_per_unit
+        if not (asked and own and asked > own):
+            return found
+        narrower = self._estimates(workload, workload.precision)
+        return est.bounded_by_bytes(found, narrower, own / asked)
 
     def mixed_precision_estimates(self, workload: Workload) -> dict[str, est.Estimate]:
         """Estimates at the workload's own precision as an ask that names none reads them

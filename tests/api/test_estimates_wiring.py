@@ -71,6 +71,35 @@ def test_a_named_models_memory_floor_follows_the_asked_precision(client):
     assert min(r["memory_gb"] for r in fp8.json()["items"]) < 16  # 12 GB cards hold it
 
 
+def test_decode_at_a_wider_precision_is_no_faster_than_its_bytes_allow(db, client):
+    """Llama 2 7B decode reads twice the weight bytes at fp32 as at fp16: no GPU's fp32
+    estimate may exceed its fp16 one times the bytes ratio (on the shipped corpus a B200 had
+    been put at 175.9 tokens/s at fp32 and 147.2 at fp16: each precision borrows from other
+    workloads); fp8 reads fewer and may be faster."""
+    from service.catalog import llm
+    from service.catalog.seed import seed
+
+    seed(db)  # the measured corpus: what the borrowed estimates are fitted to
+
+    def floor(precision: str) -> float:
+        found = llm.decode_bytes_floor_of("llama-2-7b", precision, "decode")
+        assert found
+        return found
+
+    ratio = floor("fp16") / floor("fp32")
+    assert 0.45 < ratio < 0.55
+
+    def ranked(precision: str) -> dict[str, float]:
+        items = client.get(
+            "/rankings", params={"workload": "llm-inference", "precision": precision}
+        ).json()["items"]
+        return {i["gpu"]: i["throughput"] for i in items}
+
+    fp16, fp32, fp8 = ranked("fp16"), ranked("fp32"), ranked("fp8")
+    assert fp32 and all(v <= fp16[g] * ratio * (1 + 1e-9) for g, v in fp32.items() if g in fp16)
+    assert any(fp8[g] > fp16[g] for g in fp8 if g in fp16)
+
+
 def test_training_still_uses_the_data_parallel_profile():
     profiles = {("pytorch", "pcie", 4): 0.9}
     assert scaling(profiles, "parallel", "pytorch", "pcie", 4).speedup == pytest.approx(3.6)

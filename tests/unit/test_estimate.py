@@ -323,3 +323,19 @@ def test_a_gpu_without_bf16_units_takes_its_fp16_figure_where_that_is_higher():
     assert out["a100"] == bf16["a100"]  # it has bf16 units: its bf16 figure stays
     assert out["p40"] == bf16["p40"]  # fp16 no faster there: bf16 stays
     assert "no bf16 tensor rate" in est.precision_note("fp16") and est.precision_note("") == ""
+
+
+def test_bounded_by_bytes_caps_estimates_and_keeps_measured_values() -> None:
+    """A memory-bound step reading twice the bytes: an estimate above half the narrower one's
+    is brought to it (band alike); one below stays; a measured value stands."""
+    narrow = {
+        g: est.Estimate(g, 100.0, "estimated", 5, 80.0, 120.0, "borrowed") for g in ("a", "b", "c")
+    }
+    wide = {
+        "a": est.Estimate("a", 70.0, "estimated", 5, 50.0, 90.0, "borrowed"),
+        "b": est.Estimate("b", 40.0, "estimated", 5, 30.0, 55.0, "borrowed"),
+        "c": est.Estimate("c", 70.0, "measured", 3, 69.0, 71.0, "measured"),
+    }
+    out = est.bounded_by_bytes(wide, narrow, 0.5)
+    assert (out["a"].value, out["a"].low, out["a"].high) == (50.0, 40.0, 60.0)
+    assert out["b"] == wide["b"] and out["c"] == wide["c"]
