@@ -33,7 +33,7 @@ def _check_holds(snapshot: Snapshot, cand: Candidate, count: int) -> None:
             allowed=allowed,
         )
     if not snapshot.splits_over("parallel", count):
-        splits = [n for n in allowed if snapshot.splits_over("parallel", n)]
+        splits = snapshot.job_counts(avail, MAX_GPUS, "parallel")
         raise InvalidInput.one(
             ("query", "count"),
             f"{snapshot.workload.slug} decodes {snapshot.workload.model} tensor-parallel, which "

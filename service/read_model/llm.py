@@ -448,6 +448,7 @@ def load(
             )
         )
     reference = _train_reference(session, train_precision) if train_precision else None
+    points = _decode_points(measured, rows)  # once for both half-widths
     return LlmData(
         rows,
         measured,
@@ -456,26 +457,18 @@ def load(
         load_ownership(session, today, max_age_days, every_price),
         today,
         max_age_days,
-        decode_transfer_half_width=_decode_transfer_half_width(measured, rows),
-        decode_move_half_width=_decode_move_half_width(measured, rows),
+        decode_transfer_half_width=llm_fit.transfer_half_width(points, NOMINAL_COVERAGE),
+        decode_move_half_width=llm_fit.context_move_half_width(points, NOMINAL_COVERAGE),
     )
 
 
 def _decode_points(measured: list[Measured], gpus: list[GpuRow]) -> list[llm_fit.DecodePoint]:
+    """The one-GPU decode results of catalog models with their rooflines: what the decode
+    transfer and context-move half-widths (llm_fit) are measured over."""
     return [
         llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof, m.quant, m.tokens)
         for m, roof in _one_gpu_rooflines(measured, gpus, "decode")
     ]
-
-
-def _decode_transfer_half_width(measured: list[Measured], gpus: list[GpuRow]) -> float:
-    """llm_fit.transfer_half_width over the one-GPU decode results of catalog models."""
-    return llm_fit.transfer_half_width(_decode_points(measured, gpus), NOMINAL_COVERAGE)
-
-
-def _decode_move_half_width(measured: list[Measured], gpus: list[GpuRow]) -> float:
-    """llm_fit.context_move_half_width over the one-GPU decode results of catalog models."""
-    return llm_fit.context_move_half_width(_decode_points(measured, gpus), NOMINAL_COVERAGE)
 
 
 def _one_gpu_rooflines(
@@ -688,12 +681,12 @@ def _options(
         if count is None:
             continue
         m = measured.get((gpu.slug, count))
-        moved = _moved_measurement(ask, gpu, m, data) if m is not None else None
         if m is not None:
             low, high = _measured_band(m, data.decode_reference)
             value, basis, kind, n = m.value.median, "measured", "measured", m.value.n
             speedup, scaling_basis = 1.0, "measured" if count > 1 else "single"
             width = 0.0
+            moved = _moved_measurement(ask, gpu, m, (low, high), data.decode_move_half_width)
             if moved is not None:
                 value, low, high = moved
                 basis, kind = "estimated", MOVED
@@ -768,36 +761,34 @@ MOVED = "measured-moved"  # a measured decode value moved to the asked context o
 
 
 def _moved_measurement(
-    ask: llm_fit.Ask, gpu: GpuRow, m: Measured, data: LlmData
+    ask: llm_fit.Ask,
+    gpu: GpuRow,
+    m: Measured,
+    band: tuple[float, float],
+    width: float,
 ) -> tuple[float, float, float] | None:
-    """A measured decode value (and band) moved by the decode roofline to an ask it does not
+    """A measured decode value (and its `band`) moved by the decode roofline to an ask it does not
     cover, else None (the measurement answers as it is). A llama-bench tgN run generates N
     tokens at batch 1 from an empty context, so it covers an ask at batch 1 and a context of
     at most N. Beyond it the KV cache each token reads grows (and a batch shares the weights):
     the RTX 3090's tg8192, 87.5 tokens/s, had been answered for a 131,072-token context, where
     4.9 GB of weights and 17.2 GB of KV per token on 936 GB/s allow 42, and above an RTX 5090
     and a B200 whose estimates were moved. Its band widens, in quadrature, by how far that
-    move misses between token counts measured on one GPU (llm_fit.context_move_half_width)."""
+    move misses between token counts measured on one GPU (`width`,
+    llm_fit.context_move_half_width)."""
     if ask.phase != "decode" or (ask.batch == 1 and ask.context <= m.tokens):
         return None
     spec = llm.models().get(m.model)
     quant = memory.find_quantization(m.quant, list(llm.quantizations()))
     if spec is None or quant is None:
         return None
-
-    def roof(model: memory.ModelSpec, q: memory.Quantization, context: float, batch: int) -> float:
-        return llm_fit.roofline_tokens_per_s(
-            model, q, "decode", context, batch, gpu.bandwidth_gbs, _peak(gpu, q)
-        )
-
-    measured_at = roof(spec, quant, _mean_context(m), 1)
-    asked = roof(ask.model, ask.quant, ask.context, ask.batch)
+    measured_at = _decode_roof(gpu, spec, quant, _mean_context(m), 1)
+    asked = _decode_roof(gpu, ask.model, ask.quant, ask.context, ask.batch)
     if not (measured_at > 0 and asked > 0):
         return None
     ratio = asked / measured_at
-    low, high = _measured_band(m, data.decode_reference)
+    low, high = band
     value = m.value.median
-    width = data.decode_move_half_width
     below = math.hypot(math.log(value / low), width) if low > 0 else width
     above = math.hypot(math.log(high / value), width) if high > 0 else width
     moved = value * ratio
@@ -983,21 +974,30 @@ def _scaled_decode_reference(
     e = _usable_estimate(ref.estimates, gpu.slug) if ref is not None else None
     if ref is None or e is None:
         return None
-
-    def roof(
-        model: memory.ModelSpec, quant: memory.Quantization, context: float, batch: int
-    ) -> float:
-        return llm_fit.roofline_tokens_per_s(
-            model, quant, "decode", context, batch, gpu.bandwidth_gbs, _peak(gpu, quant)
-        )
-
-    reference = roof(ref.model or ask.model, ref.quant or ask.quant, ref.mean_context, 1)
+    reference = _decode_roof(
+        gpu, ref.model or ask.model, ref.quant or ask.quant, ref.mean_context, 1
+    )
     if not reference > 0:
         return None
-    one = e.value * roof(ask.model, ask.quant, ask.context, ask.batch) / reference
+    one = e.value * _decode_roof(gpu, ask.model, ask.quant, ask.context, ask.batch) / reference
     below = math.hypot(math.log(e.value / e.low), transfer)
     above = math.hypot(math.log(e.high / e.value), transfer)
     return one, below, above, e.n
+
+
+def _decode_roof(
+    gpu: GpuRow,
+    model: memory.ModelSpec,
+    quant: memory.Quantization,
+    context: float,
+    batch: int,
+) -> float:
+    """The GPU's decode roofline (tokens/s) for a model and format at a context and batch: what
+    an estimate or a measured value is moved along (_scaled_decode_reference,
+    _moved_measurement)."""
+    return llm_fit.roofline_tokens_per_s(
+        model, quant, "decode", context, batch, gpu.bandwidth_gbs, _peak(gpu, quant)
+    )
 
 
 # ---------------------------------------------------------------- rows

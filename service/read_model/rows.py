@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from service.domain.availability import exclusion, purchase_counts
+from service.domain.availability import exclusion
 from service.domain.prices import PriceObservation, age_days, is_stale
 from service.domain.recommend import (
     Candidate,
@@ -498,13 +498,7 @@ def _may_be_kept_out(
             c.price is None and c.shown_price is not None and c.availability.unit_gpus <= 1
         )
         counts = (
-            [
-                n
-                for n in purchase_counts(c.availability, max_gpus, ask.mode == "parallel")
-                if snapshot.splits_over(ask.mode, n)
-            ]
-            if older_priced_card
-            else []
+            snapshot.job_counts(c.availability, max_gpus, ask.mode) if older_priced_card else []
         )
         by_count = [
             snapshot.configuration(ask.mode, ask.framework, c, n).throughput for n in counts

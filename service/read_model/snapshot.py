@@ -22,7 +22,7 @@ from service.catalog import llm
 from service.domain import estimate as est
 from service.domain import memory
 from service.domain import throughput_model as tm
-from service.domain.availability import Availability
+from service.domain.availability import Availability, purchase_counts
 from service.domain.llm_fit import split_ratios, split_speedup
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configuration, configurations
@@ -129,13 +129,17 @@ class Snapshot:
         return {c.slug: c for c in self.candidates}
 
     @property
+    def named_model(self) -> memory.ModelSpec | None:
+        """The catalog model the workload names (llm-inference: Llama 2 7B), if any."""
+        return llm.models().get(self.workload.model or "")
+
+    @property
     def min_memory_gb(self) -> float:
         """The workload's memory floor at the snapshot's precision: a named model's weights
         at that precision, the rest of the stated floor (KV cache, runtime) as it is.
         `llm-inference` states 16 GB for Llama 2 7B in fp16 (13.5 GB of weights); in fp32 its
         weights are 27 GB, and 16 GB cards had been recommended for it."""
-        w = self.workload
-        spec = llm.models().get(w.model or "")
+        w, spec = self.workload, self.named_model
         own, asked = est.BYTES_PER_PARAM.get(w.precision), est.BYTES_PER_PARAM.get(self.precision)
         if spec is None or w.quant or not own or not asked or own == asked:
             return w.min_memory_gb
@@ -156,8 +160,17 @@ class Snapshot:
         had been answered at $50,000 with 7 x RTX 5090 (3.68x)."""
         if mode != "parallel" or count <= 1 or not self.decode or self.layer_split:
             return True
-        spec = llm.models().get(self.workload.model or "")
+        spec = self.named_model
         return spec is None or memory.split_fits(spec, count, "tensor")
+
+    def job_counts(self, availability: Availability, max_gpus: int, mode: Mode) -> list[int]:
+        """The counts of a GPU that can be bought (availability.purchase_counts) and that one
+        job can be split over (splits_over), up to `max_gpus`."""
+        return [
+            n
+            for n in purchase_counts(availability, max_gpus, mode == "parallel")
+            if self.splits_over(mode, n)
+        ]
 
     @property
     def layer_split(self) -> bool:
