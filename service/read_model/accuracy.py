@@ -2,7 +2,7 @@
 
 What `gpu-advisor evaluate` prints and `GET /model/accuracy` answers. Design decisions:
 
-- What is evaluated is the model the service answers with: service/domain/throughput_model.py
+- What is evaluated is the model the service answers with: service/domain/throughput_model/
   fitted on every accepted single-GPU aggregate (read_model/estimates.py `load_inputs`), refitted
   without what is held out. Modes (service/domain/evaluation.py): `gpu` holds a GPU out of every
   workload at once (a card nobody has measured, what an RTX 5090 or an MI300X faces); `cell`

@@ -1,7 +1,7 @@
 """Single-GPU estimates for a snapshot, from the throughput model fitted ONCE per data version.
 
 Design decisions:
-- The model (service/domain/throughput_model.py) is fitted over every workload's single-GPU
+- The model (service/domain/throughput_model/) is fitted over every workload's single-GPU
   aggregates at once (it pools GPU, architecture and stack efficiencies across workloads), so
   the fit is shared by every snapshot: it is cached per process, keyed by a fingerprint of
   what it reads (aggregates, GPUs, workloads, accepted calibrations: counts, sums and newest

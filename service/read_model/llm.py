@@ -20,7 +20,7 @@ training result, so a learned roofline efficiency would be the flat stated prior
 for every GPU, which is what ranked consumer Radeon cards first for a QLoRA ask). Instead they
 take the throughput model's estimate for the catalog's LLM training workload (``llm-train``,
 GPT-2 124M pretraining; its GPU, architecture and stack efficiencies are pooled from every
-measured training workload, service/domain/throughput_model.py) at the ask's compute precision,
+measured training workload, service/domain/throughput_model/) at the ask's compute precision,
 scaled by FLOPs per token: tokens/s = estimate x flops_per_unit(llm-train) /
 Ask.flops_per_token, which counts the task's passes (memory.training_passes): GPT-2
 pretraining is 3 forwards' worth per token; full fine-tuning with gradient checkpointing (the
@@ -163,7 +163,7 @@ class TrainReference:
     @cached_property  # read once per GPU of every training ask: computed once per reference
     def cold_log_band(self) -> float:
         """The workload's band for a GPU it did not measure: the median log half-width of its
-        estimated GPUs (the conformal band of service/domain/throughput_model.py), 0 without
+        estimated GPUs (the conformal band of service/domain/throughput_model/), 0 without
         one. A training ask of another model takes at least this, measured GPU or not: the
         step from GPT-2 124M to the asked model is a FLOPs ratio that a result's run-to-run
         noise does not cover (a single llm-train result's band was +-2% on the shipped corpus,
