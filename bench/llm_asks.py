@@ -8,7 +8,7 @@ model was answered with the decode roofline x ONE efficiency, the median measure
 over every measured LLM decode group (every model, format and GPU alike). It now takes the
 throughput model's estimate for the measured decode workload of that model and format (its
 per-workload work split, its GPU, stack and board-power terms, its conformal band), moved to
-the asked context by the roofline (service/read_model/llm.py, DecodeReference).
+the asked context by the roofline (service/read_model/llm/, DecodeReference).
 
 For every single-GPU decode workload with at least `--min-gpus` measured GPUs, each GPU is held
 out of everything (a card nobody measured), and both are asked for it at the workload's own mean

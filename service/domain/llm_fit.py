@@ -34,7 +34,7 @@ stated interconnect cost), as a fixed decode workload does. Training over N GPUs
 framework's scaling profile.
 
 A decode ask of a model no measured workload has the shape of rests on another model's
-workload, moved by the ratio of the two rooflines (read_model/llm.py, _nearest_bytes_reference);
+workload, moved by the ratio of the two rooflines (read_model/llm/, _nearest_bytes_reference);
 its band widens in quadrature by how far that ratio misses between measured models on one GPU
 (transfer_half_width: the conformal 80% quantile of |log error| over every pair of one-GPU
 decode results of two models on the same GPU). On the shipped corpus, 640 such pairs of the

@@ -172,7 +172,7 @@ class ReadModel:
     async def llm(
         self, condition: ConditionChoice, ask: llm_fit.Ask, allow_stale: bool = False
     ) -> LlmRead:
-        """A language-model ask's data (read_model/llm.py), cached beside the snapshots."""
+        """A language-model ask's data (read_model/llm/), cached beside the snapshots."""
         return await llm_rows.read(
             self.engine, self.settings, self.snapshots, condition, ask, allow_stale
         )

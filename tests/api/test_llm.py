@@ -757,7 +757,7 @@ def test_a_repeated_model_ask_is_stored_and_a_write_makes_the_next_one_fresh(
     """model= asks read their data through the SnapshotCache and store their answers like
     fixed workloads: a repeat is not computed again (JSON and CSV apart, /rankings too), and
     results posted through the API are in the next answer."""
-    from service.read_model import llm as llm_rows
+    from service.read_model.llm import _load as llm_rows
 
     loads: list[str] = []
     original = llm_rows.load
@@ -849,13 +849,13 @@ def test_why_says_most_throughput_only_for_the_fastest_and_why_a_faster_one_rank
 def test_llm_asks_share_one_fit_per_ask_shape_and_answer_as_if_computed_alone(
     db, settings, monkeypatch
 ):
-    """read_model/llm.py keeps every GPU's fitting configuration per ask shape and data
+    """read_model/llm/ keeps every GPU's fitting configuration per ask shape and data
     (options): asks that differ only in budget, limit, cost settings or sort compute it once,
     and answer exactly what an app that keeps nothing answers."""
     from fastapi.testclient import TestClient
 
     from service.main import create_app
-    from service.read_model import llm
+    from service.read_model.llm import _configurations as llm
 
     asks = [
         ("/recommend", {"model": "llama-3-8b", "budget": 3000}),

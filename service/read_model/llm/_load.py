@@ -1,0 +1,325 @@
+"""Reading an ask's data from the database: GPUs and prices, measured aggregates, scaling
+profiles, and the decode or training reference the ask's estimates scale.
+"""
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import replace
+from datetime import date
+from functools import partial
+
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from service.catalog import llm
+from service.catalog.peaks import peak_rates
+from service.core.settings import Settings
+from service.domain import llm_fit, memory
+from service.domain.prices import PriceObservation, current_price, shown_price
+from service.domain.throughput_model import NOMINAL_COVERAGE
+from service.domain.vocabulary import ConditionChoice, Measurement
+from service.models import Aggregate, Gpu, Price, Result, Workload
+from service.read_model.estimates import estimate_model, estimates_for
+from service.read_model.llm._data import (
+    _UNREAD,
+    MAX_REFERENCES,
+    TRAIN_REFERENCE,
+    DecodeReference,
+    GpuRow,
+    LlmData,
+    LlmDataKey,
+    LlmRead,
+    Measured,
+    ReferenceKey,
+    TrainReference,
+    _Unread,
+)
+from service.read_model.llm._throughput import (
+    _covering,
+    _mean_context,
+    _one_gpu_rooflines,
+)
+from service.read_model.ownership import load_ownership
+from service.read_model.price_rows import observation as price_observation
+from service.read_model.profiles import scaling_data
+from service.read_model.snapshot import utc_today
+from service.read_model.snapshot_cache import SnapshotCache
+
+_TOKENS = re.compile(r"-(pp|tg)(\d+)$")
+
+
+def _quant_name(text: str | None) -> str:
+    found = memory.find_quantization(text or "", list(llm.quantizations()))
+    return found.name if found else (text or "")
+
+
+def _train_reference(session: Session, precision: str) -> TrainReference | None:
+    workload = session.exec(select(Workload).where(Workload.slug == TRAIN_REFERENCE)).first()
+    if workload is None or not workload.flops_per_unit:
+        return None
+    # at the reference's own precision (bf16), GPUs without bf16 units train at fp16
+    own = None if precision == workload.precision else precision
+    return TrainReference(workload.flops_per_unit, estimates_for(session, workload, own))
+
+
+def _same_bytes(a: str, b: memory.Quantization) -> bool:
+    """Formats whose weights are the same bytes for a decode step: the same format, or float
+    formats of one width (a GGUF F16 file for a bf16 ask)."""
+    if a == b.name:
+        return True
+    found = memory.find_quantization(a, list(llm.quantizations()))
+    return (
+        found is not None
+        and found.kind == b.kind == "float"
+        and found.bits_per_weight == b.bits_per_weight
+    )
+
+
+def decode_reference(
+    session: Session, ask: llm_fit.Ask, measured: list[Measured]
+) -> DecodeReference | None:
+    """The decode workload measured on one GPU for the asked model (or one of its shape) in
+    the asked format (else one of the same bytes per weight) whose token count covers the
+    asked context (_covering), with the throughput model's estimate for every GPU; None when
+    nothing of the kind is measured (the ask keeps the roofline x learned efficiency)."""
+    models = llm.models()
+    found = [
+        m
+        for m in measured
+        if m.phase == "decode"
+        and m.count == 1
+        and m.model in models
+        and (m.model == ask.model.slug or llm.same_shape(models[m.model], ask.model))
+        and _same_bytes(m.quant, ask.quant)
+    ]
+    other = None
+    if found:
+        # the token count _measured_for picks, so that a measured value's workload is this one
+        best = min(
+            found, key=lambda m: (m.quant != ask.quant.name, *_covering(m.tokens, ask.context))
+        )
+    else:
+        nearest = _nearest_bytes_reference(ask, measured, models)
+        if nearest is None:
+            return None
+        best, other = nearest
+    workload = session.exec(select(Workload).where(Workload.slug == best.workload)).first()
+    if workload is None:
+        return None
+    model = estimate_model(session)  # one read of the cached fit for both
+    frameworks = session.exec(
+        select(Result.framework)
+        .where(Result.workload_id == workload.id, Result.status == "accepted")
+        .distinct()
+    ).all()
+    return DecodeReference(
+        best.workload,
+        _mean_context(best),
+        model.estimates(workload, best.precision),
+        model.single_result_half_width(workload, best.precision),
+        model=other[0] if other else None,
+        quant=other[1] if other else None,
+        frameworks=tuple(sorted(frameworks)),
+    )
+
+
+def _nearest_bytes_reference(
+    ask: llm_fit.Ask, measured: list[Measured], models: dict[str, memory.ModelSpec]
+) -> tuple[Measured, tuple[memory.ModelSpec, memory.Quantization]] | None:
+    """For a model no measured decode workload has the shape of (Qwen3 8B, Mixtral): the
+    one-GPU decode workload of another model whose bytes per token are nearest the ask's, so
+    that the throughput model's GPU, architecture and stack terms for decode carry over (an
+    MI300X decodes with llama.cpp at about a third of its bandwidth; a bandwidth ratio alone
+    put it at 5.3 x an RTX 4090 on Qwen3 8B Q4_K_M and 0.9 x on Llama 3.1 8B). The roofline
+    ratio of the two then moves the estimate, as it moves one along the context. Models are
+    compared at the asked context, and of the nearest model's workloads the one whose token
+    count covers the asked context is taken, as for a measured model (decode_reference):
+    the throughput model's estimates of one model's token counts differ by more than the
+    roofline moves them (an architecture's term is per workload), and Qwen3 8B at 4,096 tokens
+    had rested on the Llama 3 8B count nearest in bytes per step while Llama 3.1 8B rested on
+    tg4096. A workload of the asked model's shape in another format comes first: Llama 3.1 8B
+    at fp8, int8, AWQ or GPTQ had rested on Llama 2 7B Q4_0 tg128 (6 GPUs, leave-one-out
+    MdAPE 26%, its MHA KV cache making it nearest in bytes at 4,096 tokens) rather than Llama
+    3 8B Q4_K_M (19 GPUs, 4-6%)."""
+    asked = llm_fit.decode_bytes_per_step(ask.model, ask.quant, ask.context, 1)
+    formats = list(llm.quantizations())
+    choices = []
+    for m in measured:
+        if m.phase != "decode" or m.count != 1 or m.model not in models:
+            continue
+        quant = memory.find_quantization(m.quant, formats)
+        if quant is None:
+            continue
+        spec = models[m.model]
+        bytes_ = llm_fit.decode_bytes_per_step(spec, quant, ask.context, 1)
+        other_shape = not (m.model == ask.model.slug or llm.same_shape(spec, ask.model))
+        choices.append(
+            (
+                other_shape,
+                abs(math.log(bytes_ / asked)),
+                _covering(m.tokens, ask.context),
+                m.workload,
+                m,
+                spec,
+                quant,
+            )
+        )
+    if not choices:
+        return None
+    *_, m, spec, quant = min(choices, key=lambda c: c[:4])
+    return m, (spec, quant)
+
+
+def load(
+    session: Session,
+    condition: ConditionChoice,
+    today: date,
+    max_age_days: int,
+    train_precision: str | None = None,
+    allow_stale: bool = False,
+) -> LlmData:
+    """GPUs with current prices (older than `max_age_days` too with `allow_stale`), LLM
+    aggregates and scaling profiles; with `train_precision` also the training reference
+    estimates at that precision."""
+    prices: dict[int, list[PriceObservation]] = defaultdict(list)
+    every_price = session.exec(select(Price)).all()  # purchase and cloud rows, read once
+    for p in every_price:
+        if p.usd is None:
+            continue
+        prices[p.gpu_id].append(price_observation(p))
+    gpus = session.exec(select(Gpu).order_by(col(Gpu.slug))).all()
+    rows = []
+    for g in gpus:
+        observed = prices.get(g.id or -1, [])
+        in_production = g.status == "in_production"
+        price = current_price(observed, condition, today, max_age_days, in_production, allow_stale)
+        rows.append(
+            GpuRow(
+                g.slug,
+                g.name,
+                g.memory_gb,
+                g.memory_bandwidth_gbs,
+                g.tdp_w,
+                g.interconnect,
+                peak_rates(g),
+                price,
+                g.unit_gpus or 1,
+                g.sold_as,
+                g.stack,
+                g.status,
+                price or shown_price(observed, condition, today, in_production),
+                g.architecture,
+            )
+        )
+    slug_of = {g.id: g.slug for g in gpus}
+    measured = []
+    query = (
+        select(Aggregate, Workload)
+        .join(Workload, col(Workload.id) == Aggregate.workload_id)
+        .where(col(Workload.model).is_not(None), Aggregate.n > 0)
+    )
+    for agg, w in session.exec(query).all():
+        tokens = _TOKENS.search(w.slug)
+        if w.model is None or w.phase is None or tokens is None:
+            continue
+        measured.append(
+            Measured(
+                w.slug,
+                w.model,
+                _quant_name(w.quant or agg.precision),
+                w.phase,
+                int(tokens.group(2)),
+                slug_of[agg.gpu_id],
+                agg.gpu_count,
+                Measurement(agg.median, agg.n, agg.mad),
+                agg.precision,
+            )
+        )
+    reference = _train_reference(session, train_precision) if train_precision else None
+    points = _decode_points(measured, rows)  # once for both half-widths
+    return LlmData(
+        rows,
+        measured,
+        scaling_data(session).profiles,
+        reference,
+        load_ownership(session, today, max_age_days, every_price),
+        today,
+        max_age_days,
+        decode_transfer_half_width=llm_fit.transfer_half_width(points, NOMINAL_COVERAGE),
+        decode_move_half_width=llm_fit.context_move_half_width(points, NOMINAL_COVERAGE),
+    )
+
+
+def _decode_points(measured: list[Measured], gpus: list[GpuRow]) -> list[llm_fit.DecodePoint]:
+    """The one-GPU decode results of catalog models with their rooflines: what the decode
+    transfer and context-move half-widths (llm_fit) are measured over."""
+    return [
+        llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof, m.quant, m.tokens)
+        for m, roof in _one_gpu_rooflines(measured, gpus, "decode")
+    ]
+
+
+def reference_memo(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> DecodeReference | None:
+    """`ask`'s decode reference for the data of `shared`, read (with a session of its own) the
+    first time this model, format and context are asked."""
+    known = _known_reference(shared, ask)
+    if not isinstance(known, _Unread):
+        return known
+    with Session(engine) as session:
+        found = decode_reference(session, ask, shared.measured)
+    if len(shared.references) >= MAX_REFERENCES:
+        shared.references.clear()
+    shared.references[_reference_key(ask)] = found
+    return found
+
+
+def _reference_key(ask: llm_fit.Ask) -> ReferenceKey:
+    return (ask.model.slug, ask.quant.name, ask.context)
+
+
+def _known_reference(shared: LlmData, ask: llm_fit.Ask) -> DecodeReference | _Unread | None:
+    """The memo's entry for `ask`, read once (another thread may clear the memo)."""
+    return shared.references.get(_reference_key(ask), _UNREAD)
+
+
+async def read(
+    engine: Engine,
+    settings: Settings,
+    snapshots: SnapshotCache,
+    condition: ConditionChoice,
+    ask: llm_fit.Ask,
+    allow_stale: bool = False,
+) -> LlmRead:
+    """The data of one LLM ask: the shared LlmData from `snapshots` (loaded in the thread pool
+    with a session of its own when missing or stale), with the ask's decode reference."""
+    train_precision = ask.quant.compute_precision if ask.phase == "train" else None
+    key = LlmDataKey(condition, train_precision, allow_stale, utc_today())
+
+    def build() -> LlmData:
+        with Session(engine) as session:
+            return load(
+                session,
+                condition,
+                key.day,
+                settings.price_max_age_days,
+                train_precision,
+                allow_stale,
+            )
+
+    shared = snapshots.fresh(key)
+    if not isinstance(shared, LlmData):
+        shared = await run_in_threadpool(snapshots.get, key, build)
+    assert isinstance(shared, LlmData)
+    if ask.phase != "decode":
+        return LlmRead(key, shared, shared)
+    known = _known_reference(shared, ask)
+    if isinstance(known, _Unread):
+        reference = await run_in_threadpool(reference_memo, engine, shared, ask)
+    else:
+        reference = known
+    per_ask = replace(
+        shared, decode_reference=reference, reference_for=partial(reference_memo, engine, shared)
+    )
+    return LlmRead(key, shared, per_ask)

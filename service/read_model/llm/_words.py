@@ -1,0 +1,143 @@
+"""The account of one configuration (`why`)."""
+
+from service.domain import llm_fit
+from service.domain.estimate import counted, figure, precision_note, unmeasured_stack_note
+from service.domain.tco import no_box_phrase
+from service.read_model.llm._data import TRAIN_REFERENCE, UNIT, LlmOption
+from service.read_model.llm._throughput import MOVED
+
+
+def why(
+    o: LlmOption,
+    ask: llm_fit.Ask,
+    rank: int,
+    budget: float | None,
+    extra: float | None = 0.0,
+    by_cost: bool = False,
+    faster_below: LlmOption | None = None,
+) -> str:
+    """The account of one option; `rank` is its place by throughput, headroom first inside
+    overlapping bands (said so when the answer is ordered by cost, `by_cost`; and, when a
+    faster option ranks below it, `faster_below`, why)."""
+    what = _what(o, ask.phase)
+    capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
+    need = (
+        f"needs {o.breakdown.total_gb:.1f} GB per GPU of its {capacity:.1f} GB "
+        f"({o.gpu.memory_gb:g} GiB), {max(capacity - o.breakdown.total_gb, 0.0):.1f} GB spare"
+    )
+    if o.basis == "measured":
+        source = f"median of {counted(o.n, 'measured result')} ({o.source})"
+    elif o.model == MOVED:
+        source = (
+            f"estimated: median of {counted(o.n, 'measured result')} ({o.source}), moved to "
+            f"context {ask.context} at batch {ask.batch} by the decode roofline, "
+            f"likely {figure(o.low)}-{figure(o.high)}"
+        )
+    elif o.model == "workload-scaled":
+        source = (
+            f"estimated: {o.source}, "
+            f"scaled to {ask.model.slug} {ask.quant.name} at context {ask.context} by the "
+            "decode roofline, "
+            f"likely {figure(o.low)}-{figure(o.high)}"
+        )
+    elif o.model == "roofline-learned":
+        source = (
+            f"estimated: {ask.phase} roofline x efficiency learned from {o.n} measured "
+            f"GPU-and-benchmark groups, "
+            f"likely {figure(o.low)}-{figure(o.high)}"
+        )
+    elif o.model == f"{TRAIN_REFERENCE}-scaled":
+        source = (
+            f"estimated: {o.source}, scaled by FLOPs per token "
+            f"({_passes_words(ask)}), likely {figure(o.low)}-{figure(o.high)}"
+        )
+    else:
+        source = (
+            f"estimated from specs alone (stated prior), likely {figure(o.low)}-{figure(o.high)}"
+        )
+    if not o.stack_measured:
+        source += "; " + unmeasured_stack_note(o.gpu.stack)
+    source += precision_note(o.precision)
+    room = (
+        f"room for context {o.headroom.max_context} at batch {ask.batch}, "
+        f"batch {o.headroom.max_batch} at context {ask.context}"
+    )
+    within = f" within ${budget:,.0f}" if budget is not None else ""
+    reasons = (
+        ()
+        if faster_below is None
+        else llm_fit.ranked_above_because(o.as_option(), faster_below.as_option())
+    )
+    if by_cost:
+        lead = f"#{rank} by throughput"
+    elif rank == 1 and faster_below is None:
+        lead = "Most throughput"
+    elif rank == 1:
+        fewer = "fewer GPUs" in reasons
+        lead = f"{'Fewest GPUs' if fewer else 'Most headroom'} among the fastest"
+    else:
+        lead = f"#{rank}"
+    above = (
+        ""
+        if faster_below is None
+        else f" Ranked above {_what(faster_below, ask.phase)}, faster at "
+        f"~{figure(faster_below.throughput)} {UNIT}: their estimates overlap, and this one "
+        f"{_ranked_above_words(o, faster_below, reasons)}."
+    )
+    price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
+    if o.gpu.price and extra is None and o.count > 1:
+        price += f" ({no_box_phrase(o.count, o.gpu.tdp_w)}: the budget counts the GPUs only)"
+    elif o.gpu.price and extra:
+        price += f" + ${extra:,.0f} for the box of {o.count} GPUs over a one-GPU PC"
+    total = f" in all, {o.replicas} x one copy's" if o.replicas > 1 else ""
+    return (
+        f"{lead}{within}: {what}{price} {need} for {ask.model.slug} {ask.task} "
+        f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{figure(o.throughput)} "
+        f"{UNIT}{total}{_speedup_words(o)} ({source}); {room}.{above}"
+    )
+
+
+def _ranked_above_words(o: LlmOption, faster: LlmOption, reasons: tuple[str, ...]) -> str:
+    """Why `o` ranks above `faster`, saying only what holds (llm_fit.ranked_above_because's
+    `reasons`: fewer GPUs, more room)."""
+    parts = []
+    if "fewer GPUs" in reasons:
+        parts.append(f"needs fewer GPUs ({o.count} against {faster.count})")
+    room = [r for r in ("larger batch", "longer context") if r in reasons]
+    if room:
+        parts.append("leaves room for a " + " and a ".join(room))
+    return " and ".join(parts) or "comes first on the tie-break"
+
+
+def _passes_words(ask: llm_fit.Ask) -> str:
+    """What a training token costs, in forwards (memory.training_passes)."""
+    backward = (
+        "activation and weight gradients"
+        if ask.task == "full-finetune"
+        else "activation gradients only, the base weights frozen"
+    )
+    recompute = (
+        ", forward recomputed for gradient checkpointing" if ask.gradient_checkpointing else ""
+    )
+    return f"{ask.passes} x forward: backward with {backward}{recompute}"
+
+
+def _what(o: LlmOption, phase: str) -> str:
+    """The configuration in words: a GPU, a model split over N of them (sharded and trained
+    data-parallel, as FSDP does, for training: the speedup is the framework's data-parallel
+    profile), or copies."""
+    if o.replicas > 1:
+        per_copy = o.count // o.replicas
+        copy = o.gpu.slug if per_copy == 1 else f"{per_copy} x {o.gpu.slug}"
+        return f"{o.replicas} independent copies on {copy} each ({o.count} GPUs)"
+    if o.count == 1:
+        return o.gpu.slug
+    how = "sharded over them, trained data-parallel" if phase == "train" else "split over them"
+    return f"{o.count} x {o.gpu.slug} (model {how})"
+
+
+def _speedup_words(o: LlmOption) -> str:
+    """How N GPUs' tokens/s relate to one GPU's, where that is not measured for N."""
+    if o.count == 1 or o.replicas > 1 or o.basis == "measured" or o.model == MOVED:
+        return ""
+    return f", {o.speedup:.2f} x one GPU's by {o.scaling_basis}"
