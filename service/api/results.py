@@ -86,8 +86,12 @@ def post_results(
         str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
     ] = None,
     body_format: Annotated[
-        Literal["json", "llama-bench", "lambda-csv"],
-        Query(alias="format", description="json (default) or a tool's raw output"),
+        Literal["json", "llama-bench", "lambda-csv", "mlperf"],
+        Query(
+            alias="format",
+            description="json (default) or a tool's raw output: llama-bench's JSON or JSONL, "
+            "Lambda's table CSV, or the MLPerf submission checker's summary.csv",
+        ),
     ] = "json",
 ) -> JSONResponse:
     provenance = None

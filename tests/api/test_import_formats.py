@@ -1,4 +1,4 @@
-"""POST /results?format=llama-bench|lambda-csv: raw tool output through the same gate."""
+"""POST /results?format=llama-bench|lambda-csv|mlperf: raw tool output through the same gate."""
 
 from pathlib import Path
 
@@ -76,3 +76,16 @@ def test_lambda_csv_rows_are_stored_and_not_run_cells_skipped(client, keys):
     r = _post(client, keys, "", fmt="lambda-csv", text=text)
     assert r.status_code == 201, r.text
     assert len(r.json()["results"]) == 3  # ncf skipped, 0.0 = not run
+
+
+def test_mlperf_checker_csv_posts_as_the_readme_says(client, keys):
+    """The README's `POST /results?format=mlperf` (and `gpu-advisor import mlperf`): the
+    submission checker's summary.csv is stored through the gate, one result per throughput row
+    (its power row and inferred row skipped), on the row's accelerator count."""
+    text = (Path(__file__).parent.parent / "fixtures" / "mlperf" / "summary_v5.1.csv").read_text()
+    r = _post(client, keys, "", fmt="mlperf", text=text)
+    assert r.status_code == 201, r.text
+    outcomes = r.json()["results"]
+    assert len(outcomes) == 8
+    stored = client.get(f"/results/{outcomes[0]['id']}").json()
+    assert stored["gpu_count"] in (4, 8) and stored["workload"].startswith("mlperf-llama2-70b-")
