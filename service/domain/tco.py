@@ -17,7 +17,8 @@ Design decisions:
   the 11 cards on sale 3+ years is 0.885 a year (RTX 30 and 40, RX 7900, A10): 69% after 3.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
-  that exists, never an interpolated one); no box that holds them means 0 and `why` says so
+  that exists, never an interpolated one), of those whose stated power supplies carry the
+  GPUs' TDP and the caller's host draw (`powers`); no box that holds them means 0 and `why` says so
   (/recommend does not offer such a count: recommend.within_budget); a
   caller's `platform_usd` replaces the table.
 - Budget: a buyer of one card puts it in the PC they have; N cards need an N-GPU box. So a
@@ -42,7 +43,12 @@ DEFAULT_USD_PER_KWH = 0.1688
 ELECTRICITY_SOURCE = "EIA Electricity Monthly Update, residential average, April 2024"
 # A 15 A / 120 V branch circuit carries 1,800 W; a continuous load (3 h or more) may use 80% of
 # it (NFPA 70 / NEC 210.20(A)): 1,440 W.
-CIRCUIT_CONTINUOUS_W = 15 * 120 * 0.8
+CONTINUOUS_LOAD_SHARE = 0.8
+CIRCUIT_CONTINUOUS_W = 15 * 120 * CONTINUOUS_LOAD_SHARE
+# Common North American branch circuits (amps, volts), smallest first: a wall outlet, a 20 A
+# kitchen-style one, and the 240 V circuits servers plug into (NEMA L6-20, L6-30). Each carries
+# amps x volts x CONTINUOUS_LOAD_SHARE of continuous load: 1,440, 1,920, 3,840 and 5,760 W.
+CIRCUITS: tuple[tuple[int, int], ...] = ((15, 120), (20, 120), (20, 240), (30, 240))
 # The largest ATX power supplies sold for desktops are rated 1,600 W (e.g. Corsair AX1600i,
 # Seasonic PRIME TX-1600).
 LARGEST_ATX_PSU_W = 1600.0
@@ -129,34 +135,42 @@ class Ownership:
     notes: tuple[str, ...] = field(default=())
 
 
-def powers(box: PlatformCost, count: int, tdp_w: float | None) -> bool:
+def powers(box: PlatformCost, count: int, tdp_w: float | None, host_w: float = 0.0) -> bool:
     """Whether the box's power supplies (where the source states them) carry `count` GPUs of
-    `tdp_w` each (where stated)."""
-    return box.psu_w is None or not tdp_w or box.psu_w >= tdp_w * count
+    `tdp_w` each (where stated) and the host's `host_w` (the asker's host_power_w, where given):
+    7 x RTX 5090 (4,025 W) fit the 4,200 W of the 8-GPU box's supplies only with 175 W left for
+    its EPYC, memory and fans."""
+    return box.psu_w is None or not tdp_w or box.psu_w >= tdp_w * count + host_w
 
 
 def platform_for(
-    platforms: Mapping[int, PlatformCost], count: int, tdp_w: float | None = None
+    platforms: Mapping[int, PlatformCost],
+    count: int,
+    tdp_w: float | None = None,
+    host_w: float = 0.0,
 ) -> PlatformCost | None:
     """The sourced box for `count` GPUs of `tdp_w` each: its own row, else the cheapest that
     holds more, of those whose stated power supplies carry their draw. 8 x RTX 5090 (4,600 W)
     get no 8-GPU box built for 3090s on 4,200 W of supplies."""
     own = platforms.get(count)
-    if own is not None and powers(own, count, tdp_w):
+    if own is not None and powers(own, count, tdp_w, host_w):
         return own
-    bigger = [p for n, p in platforms.items() if n > count and powers(p, count, tdp_w)]
+    bigger = [p for n, p in platforms.items() if n > count and powers(p, count, tdp_w, host_w)]
     return min(bigger, key=lambda p: (p.usd, p.gpu_count), default=None)
 
 
 def extra_platform_usd(
-    platforms: Mapping[int, PlatformCost], count: int, tdp_w: float | None = None
+    platforms: Mapping[int, PlatformCost],
+    count: int,
+    tdp_w: float | None = None,
+    host_w: float = 0.0,
 ) -> float | None:
     """What `count` GPUs of `tdp_w` each cost in platform beyond a one-GPU PC: 0 for one GPU;
     None when no sourced box holds `count` (and carries their draw) or no one-GPU PC is
     sourced to compare with."""
     if count <= 1:
         return 0.0
-    box, pc = platform_for(platforms, count, tdp_w), platforms.get(1)
+    box, pc = platform_for(platforms, count, tdp_w, host_w), platforms.get(1)
     if box is None or pc is None:
         return None
     return max(box.usd - pc.usd, 0.0)
@@ -175,7 +189,8 @@ def budget_extra_usd(
     `count` GPUs of `tdp_w` each."""
     if included is not None or (settings is not None and settings.platform_usd is not None):
         return 0.0
-    return extra_platform_usd(platforms, count, tdp_w)
+    host_w = (settings.host_power_w if settings is not None else None) or 0.0
+    return extra_platform_usd(platforms, count, tdp_w, host_w)
 
 
 def no_box_phrase(count: int, tdp_w: float | None) -> str:
@@ -270,9 +285,29 @@ def power_notes(draw_w: float | None) -> list[str]:
     if draw_w > CIRCUIT_CONTINUOUS_W:
         notes.append(
             f"draws {draw_w:,.0f} W: beyond a 15 A/120 V circuit's {CIRCUIT_CONTINUOUS_W:,.0f} W "
-            "continuous load (80% rule, NEC 210.20(A)); needs a 20 A or 240 V circuit"
+            f"continuous load (80% rule, NEC 210.20(A)); needs {circuits_needed(draw_w)}"
         )
     return notes
+
+
+def continuous_w(amps: int, volts: int) -> float:
+    """The continuous load a branch circuit may carry (NEC 210.20(A))."""
+    return amps * volts * CONTINUOUS_LOAD_SHARE
+
+
+def circuits_needed(draw_w: float) -> str:
+    """The smallest common circuit whose continuous load carries `draw_w`, else how many of
+    the largest: 4,025 W is beyond one 20 A/240 V circuit's 3,840 W, which the note had
+    offered for any draw over 1,440 W (an 8-GPU server's 8,000 W too)."""
+    for amps, volts in CIRCUITS:
+        if draw_w <= continuous_w(amps, volts):
+            return f"a {amps} A/{volts} V circuit ({continuous_w(amps, volts):,.0f} W continuous)"
+    amps, volts = CIRCUITS[-1]
+    n = math.ceil(draw_w / continuous_w(amps, volts))
+    return (
+        f"{n} {amps} A/{volts} V circuits ({continuous_w(amps, volts):,.0f} W continuous "
+        "each) or three-phase power"
+    )
 
 
 def _draw(

@@ -18,6 +18,8 @@ from service.domain.tco import (
     PriceHistory,
     Retention,
     break_even_hours,
+    circuits_needed,
+    extra_platform_usd,
     ownership,
     power_notes,
     yearly_retention,
@@ -83,6 +85,34 @@ def test_power_notes_name_circuit_and_power_supply_limits():
     assert len(over_circuit) == 1 and "15 A/120 V" in over_circuit[0]
     over_psu = power_notes(LARGEST_ATX_PSU_W + 1)
     assert len(over_psu) == 2 and any("power supplies" in n for n in over_psu)
+
+
+@pytest.mark.parametrize(
+    ("draw_w", "needs"),
+    [
+        (1441, "a 20 A/120 V circuit (1,920 W continuous)"),
+        (1921, "a 20 A/240 V circuit (3,840 W continuous)"),
+        (4025, "a 30 A/240 V circuit (5,760 W continuous)"),  # 7 x RTX 5090
+        (14300, "3 30 A/240 V circuits (5,760 W continuous each) or three-phase power"),
+    ],
+)
+def test_the_circuit_named_carries_the_draw(draw_w, needs):
+    """The note names the smallest common circuit that carries the draw at 80% continuous
+    load, not a 20 A or 240 V circuit for any draw (a 20 A/240 V one carries 3,840 W)."""
+    assert circuits_needed(draw_w) == needs
+    assert needs in power_notes(draw_w)[-1]
+
+
+def test_a_box_holds_gpus_whose_draw_and_the_hosts_its_supplies_carry():
+    """7 x RTX 5090 (575 W each, 4,025 W) fit an 8-GPU box on 4,200 W of supplies by their
+    TDP alone; with the asker's 300 W host they do not, and no sourced box is counted."""
+    boxes = {
+        1: PlatformCost(1, 1000.0, 850.0, "pc"),
+        8: PlatformCost(8, 5000.0, 4200.0, "rig"),
+    }
+    assert extra_platform_usd(boxes, 7, 575.0) == 4000.0
+    assert extra_platform_usd(boxes, 7, 575.0, host_w=300.0) is None
+    assert extra_platform_usd(boxes, 6, 575.0, host_w=300.0) == 4000.0  # 3,750 W
 
 
 def _add_price(engine, slug, days_ago=0, **fields):
