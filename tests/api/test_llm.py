@@ -1156,3 +1156,19 @@ def test_a_format_nobody_measured_rests_on_the_asked_models_shape_first(db, clie
         assert all("llama-3-8b-" in w and "llama-2-7b" not in w for w in scaled), scaled[0]
     qwen = client.get("/recommend", params={"model": "qwen3-8b", "quant": "q4_k_m", "budget": 5000})
     assert any("another model" in r["why"] for r in qwen.json()["recommendations"])
+
+
+def test_a_gpu_sold_in_units_is_offered_in_whole_units(client):
+    """A B200 is sold only on 8-GPU baseboards (sold_as.csv): a language-model recommendation
+    offers it in multiples of 8, as /compare and a fixed workload's answer do, not alone at an
+    eighth of the platform's price; a ranking still says what the fewest of them do (one, as
+    rented)."""
+    params = {"model": "llama-3.1-70b", "quant": "fp8", "max_gpus": 8, "allow_stale": "true"}
+    r = client.get("/recommend", params={**params, "budget": 1_000_000, "limit": 50})
+    assert r.status_code == 200, r.text
+    rows = r.json()["recommendations"]
+    units = {row["gpu"]: row["count"] for row in rows if row["unit_gpus"] > 1}
+    assert units.get("nvidia-b200") == 8, units
+    assert all(count % 8 == 0 for count in units.values()), units
+    ranked = client.get("/rankings", params=params).json()["items"]
+    assert next(i["count"] for i in ranked if i["gpu"] == "nvidia-b200") == 1

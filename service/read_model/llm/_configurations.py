@@ -93,7 +93,12 @@ def _options(
             continue
         # a complete computer holds the model alone; copies of it serve independently
         # (with_replicas)
-        count = llm_fit.gpus_needed(ask, gpu.memory_gb, most_on_one_job(gpu.sold_as, max_gpus))
+        # bought (priced_only: a recommendation) in whole units of what is sold (8 B200s on a
+        # baseboard); a ranking says what one GPU of it does, as for a rented one
+        unit = gpu.unit_gpus if priced_only else 1
+        count = llm_fit.gpus_needed(
+            ask, gpu.memory_gb, most_on_one_job(gpu.sold_as, max_gpus), unit
+        )
         if count is None:
             continue
         m = measured.get((gpu.slug, count))
