@@ -13,8 +13,11 @@ Design decisions:
   the cards on sale at least that long, else 0 (stated in `why`). The used/new price ratio it
   replaces said what a card loses by becoming used, not by ageing, and whatever the horizon:
   a new RTX 5090 was credited 91% back after 3 years (TCO $2,179 on $5,258) while the same card
-  bought used at $4,795 got nothing back (TCO $6,511). On the shipped prices the median over
-  the 11 cards on sale 3+ years is 0.885 a year (RTX 30 and 40, RX 7900, A10): 69% after 3.
+  bought used at $4,795 got nothing back (TCO $6,511). On the shipped prices (2026-12-06) the
+  median over the 17 cards on sale 3+ years whose used price is below launch (RTX 20, 30 and
+  40, RX 7900) is 0.837 a year: 59% after 3. The A10 (used = launch) and the RTX 4090 (used
+  1.55 x launch) count for neither: a short market is not ageing, and the A10 had been credited
+  100% back after any horizon, a TCO below its price.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
   that exists, never an interpolated one), of those whose stated power supplies carry the
@@ -104,21 +107,24 @@ def yearly_retention(
     history: Mapping[str, PriceHistory], slug: str, horizon_years: float
 ) -> Retention | None:
     """The GPU's own yearly retention where it has been on sale at least `horizon_years`,
-    else the median of the cards that have; None where none has."""
+    else the median of the cards that have; None where none has. Only a used price below the
+    launch price speaks for ageing: one at or above it (the A10's used $2,800 against $2,800 at
+    launch) says the market is short, and had credited a card with 100% of its value back
+    after any horizon (a TCO below its price)."""
     own = history.get(slug)
-    if own is not None and own.age_years >= horizon_years:
+    if own is not None and own.age_years >= horizon_years and own.fraction < 1:
         return Retention(
             own.yearly,
             f"its used price {own.age_years:.1f} years after launch is {own.fraction:.0%} "
             "of its launch price",
         )
-    long = [h.yearly for h in history.values() if h.age_years >= horizon_years]
+    long = [h.yearly for h in history.values() if h.age_years >= horizon_years and h.fraction < 1]
     if not long:
         return None
     return Retention(
         statistics.median(long),
-        f"median of the {len(long)} cards on sale {horizon_years:g}+ years, newest used "
-        "price against launch price",
+        f"median of the {len(long)} cards on sale {horizon_years:g}+ years whose newest used "
+        "price is below their launch price, against it",
     )
 
 

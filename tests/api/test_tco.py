@@ -263,6 +263,21 @@ def test_a_card_younger_than_the_horizon_takes_the_median_of_older_cards():
     assert o.resale_usd == 0 and any("resale counted as $0" in n for n in o.notes)
 
 
+def test_a_used_price_at_or_above_launch_says_nothing_of_ageing():
+    """The A10's used price equals its launch price: its own history would keep 100% a year
+    (a TCO below its price). It takes the median of the cards whose used price is below their
+    launch price instead, and it does not pull that median up either."""
+    history = {
+        "a10": PriceHistory(1.0, 5.4),
+        "old-a": PriceHistory(0.5, 4.0),
+        "old-b": PriceHistory(0.8, 3.0),
+        "old-c": PriceHistory(0.9, 5.0),
+    }
+    found = yearly_retention(history, "a10", 3.0)
+    assert found is not None and found.yearly == pytest.approx(0.8 ** (1 / 3))
+    assert found.yearly < 1 and "median of the 3 cards" in found.basis
+
+
 def test_sort_tco_ranks_by_cost_per_unit_of_work(client):
     recs = client.get("/recommend", params=ASK | {"sort": "tco", "limit": 10}).json()
     costs = [r["cost_per_million_units"] for r in recs["recommendations"]]
