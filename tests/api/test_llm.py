@@ -1172,3 +1172,38 @@ def test_a_gpu_sold_in_units_is_offered_in_whole_units(client):
     assert all(count % 8 == 0 for count in units.values()), units
     ranked = client.get("/rankings", params=params).json()["items"]
     assert next(i["count"] for i in ranked if i["gpu"] == "nvidia-b200") == 1
+
+
+def test_nvfp4_is_offered_only_where_a_runtime_runs_it(client):
+    """NVFP4 runs natively on Blackwell and weight-only (vLLM's Marlin FP4) on Ampere, Ada and
+    Hopper: no Pascal, Turing or Volta card, no AMD, Apple or Intel GPU is ranked for it."""
+    items = client.get(
+        "/rankings", params={"model": "llama-3.1-8b", "quant": "nvfp4", "allow_stale": "true"}
+    ).json()["items"]
+    gpus = {i["gpu"] for i in items}
+    assert {"nvidia-rtx-5090", "nvidia-rtx-3090", "nvidia-h100-sxm"} <= gpus
+    for off in ("nvidia-gtx-1080-ti", "nvidia-rtx-2080-ti", "nvidia-v100-sxm2-16gb"):
+        assert off not in gpus
+    assert all(i["stack"] == "cuda" for i in items)
+
+
+def test_a_gpu_no_tensor_parallel_runtime_serves_splits_by_layers(client):
+    """vLLM needs compute capability 7.0: two Pascal cards decode a bf16 model split by layers
+    (llama.cpp), at about one card's speed (the measured layer-split ratio), not with a
+    tensor-parallel speedup; Ampere cards keep theirs."""
+    params = {
+        "model": "llama-3.1-8b",
+        "context": 1024,
+        "max_gpus": 2,
+        "allow_stale": "true",
+        "budget": 3000,
+        "limit": 50,
+        "sort": "tco",  # every affordable configuration is costed, none left out as dominated
+    }
+    r = client.get("/recommend", params=params)
+    assert r.status_code == 200, r.text
+    rows = {(x["gpu"], x["count"]): x for x in r.json()["recommendations"]}
+    pascal = rows[("nvidia-gtx-1080-ti", 2)]
+    assert pascal["scaling_factor"] <= 1.0 and "tensor-parallel" not in pascal["scaling_basis"]
+    ampere = rows[("nvidia-rtx-3080", 2)]
+    assert ampere["scaling_factor"] > 1.5 and "tensor-parallel" in ampere["scaling_basis"]

@@ -140,10 +140,16 @@ def runs_format(gpu: GpuRow, ask: llm_fit.Ask) -> bool:
     at the 16-bit rate). An RX 7900 XTX was offered for FP8 (torch._scaled_mm needs MI300 or
     newer on ROCm), and an A100 for DeepSeek-V3 in FP8. AWQ and GPTQ checkpoints run where
     vLLM's kernels do (GROUP_INT4_UNSUPPORTED): 4 x V100 was offered for Llama 3.1 70B in AWQ,
-    and 8 x GTX 1080 and an MI300X."""
+    and 8 x GTX 1080 and an MI300X. NVFP4 checkpoints run on NVIDIA Ampere and newer
+    (NVFP4_ARCHITECTURES): 120 GPUs of every stack, a GTX 1080 Ti first at $450, had been
+    offered for Llama 3.1 8B in NVFP4."""
     unsupported = GROUP_INT4_UNSUPPORTED.get(ask.quant.name)
     if unsupported is not None and (
         gpu.architecture in unsupported or gpu.stack.startswith("rocm")
+    ):
+        return False
+    if ask.quant.name in NVFP4_FORMATS and (
+        gpu.stack != "cuda" or gpu.architecture not in NVFP4_ARCHITECTURES
     ):
         return False
     if ask.quant.compute_precision != "fp8" or gpu.rates.fp8_tensor:
@@ -166,6 +172,16 @@ GROUP_INT4_UNSUPPORTED: dict[str, frozenset[str]] = {
     "awq-4bit": PRE_VOLTA | {"volta"},
     "gptq-4bit": PRE_VOLTA,
 }
+
+# NVIDIA's block-FP4 checkpoints (ModelOpt NVFP4) run natively on Blackwell's FP4 tensor cores
+# and elsewhere only as weight-only FP4 through vLLM's Marlin kernel ("Your GPU does not have
+# native support for FP4 computation ... Weight-only FP4 compression will be used leveraging
+# the Marlin kernel", vllm-project/vllm#31085), which runs on Ampere, Ada and Hopper and not on
+# Volta, Turing or AMD GPUs (docs.vllm.ai v0.9.2, features/quantization/supported_hardware,
+# "Marlin (GPTQ/AWQ/FP8)" row). MXFP4 is left open: llama.cpp runs its GGUF MXFP4 on every
+# backend.
+NVFP4_FORMATS = frozenset({"nvfp4", "fp4"})
+NVFP4_ARCHITECTURES = frozenset({"ampere", "ada", "hopper", "blackwell"})
 
 
 MOVED = "measured-moved"  # a measured decode value moved to the asked context or batch
@@ -310,7 +326,10 @@ def _estimate(
         )
         reference = (eff.value * roof, eff.log_band, eff.log_band, eff.n)
     one, log_low, log_high, n = reference
-    layer = memory.split_for(ask.quant, ask.task) == "layer"
+    # llama.cpp splits by layers; so must a GPU that no tensor-parallel runtime serves (vLLM
+    # needs compute capability 7.0: PRE_VOLTA), which had put 4 x GTX 1080 at 38.3 tokens/s on
+    # Llama 3.1 8B in bf16 by a tensor-parallel speedup and the same cards at 15.3 in Q8_0
+    layer = memory.split_for(ask.quant, ask.task) == "layer" or gpu.architecture in PRE_VOLTA
     width = 0.0  # the speedup's own band (scaling.scaling_half_widths), where sized
     if ask.phase != "train" and (layer or ask.quant.name in learned.split_formats):
         speedup, basis = llm_fit.split_speedup(learned.split_ratios, count)
