@@ -214,6 +214,31 @@ def slower_than_fp32_on_fewer_gpus(
     return value / gpu_count < FEWER_GPUS_FLOOR * fp32_median / fp32_count
 
 
+# A data-parallel run on N GPUs that is no faster than one of them has not scaled: each GPU
+# steps its own share of the batch, and even weak libraries give 2-3x on 4 GPUs (the README's
+# guide figures). Lambda's tables hold such cells: RTX 3090 BERT-large fp32 16 sentences/s on 4
+# and on 8 GPUs against 24 on one, RTX 2080 Ti BERT-large fp16 6 on 2 and 4 against 23 on one
+# (out-of-memory runs, as the 8-GPU cells slower than FP32 are), an RTX 6000 Ada Tacotron 2
+# fp32 4-GPU cell at 11,570 against 31,837 on one. Answered as measured, /compare said 16
+# sentences/s for 8 x RTX 3090 where /recommend's profile said 133. Not for a split by layers
+# (llama.cpp's multi-GPU prefill and decode), where one token passes the GPUs in turn and N
+# GPUs are expected to be no faster than one (`splits_by_layers`).
+NO_FASTER_THAN_ONE_GPU = "no_faster_than_one_gpu"
+
+
+def splits_by_layers(quant: str | None, phase: str | None) -> bool:
+    """A llama-bench workload (a GGUF or F16 file's prefill or decode): llama.cpp splits the
+    model by layers over N GPUs, so one token or prompt goes through them in turn."""
+    return quant is not None and phase in ("prefill", "decode")
+
+
+def no_faster_than_one_gpu(value: float, gpu_count: int, single_gpu_median: float | None) -> bool:
+    """True when a data-parallel run on N > 1 GPUs gives at most one GPU's median."""
+    if gpu_count <= 1 or single_gpu_median is None or single_gpu_median <= 0:
+        return False
+    return value <= single_gpu_median
+
+
 def superlinear(value: float, gpu_count: int, single_gpu_median: float | None) -> bool:
     """True when N GPUs claim clearly more than N times one GPU's throughput."""
     if gpu_count <= 1 or single_gpu_median is None or single_gpu_median <= 0:

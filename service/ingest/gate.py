@@ -25,6 +25,7 @@ from service.domain.plausibility import (
     exceeds_bandwidth,
     exceeds_peak,
     lacks_fp8_units,
+    splits_by_layers,
 )
 from service.domain.vocabulary import precisions_for
 from service.ingest.groups import evaluate_locked, lock_groups
@@ -184,7 +185,10 @@ def store_results(
     known = read_known(session, {row.workload_id for row in possible})
     specs = {**known.specs, **_batch_specs(gpus.values())}
     memory_bound = {w.id: w.memory_bound for w in workloads.values() if w.id is not None}
-    check_peers(possible, known.medians, specs, memory_bound)
+    layer_split = {
+        w.id for w in workloads.values() if w.id is not None and splits_by_layers(w.quant, w.phase)
+    }
+    check_peers(possible, known.medians, specs, memory_bound, layer_split)
     by_group: dict[GroupKey, list[NewRow]] = defaultdict(list)
     for row in possible:
         if row.status == "accepted":  # peer-flagged rows skip statistics

@@ -39,7 +39,12 @@ STATS_STATUSES = ("accepted", "outlier", "verified")  # values that shape a grou
 AGGREGATE_STATUSES = ("accepted", "verified")  # values that feed medians and rankings
 # Outliers set by the peers step: they keep their status on every later pass and stay out of
 # the group's statistics (a group of one garbage value would otherwise accept itself).
-STICKY_REASONS = ("implausible_vs_peers", "superlinear_scaling", "slower_than_fp32")
+STICKY_REASONS = (
+    "implausible_vs_peers",
+    "superlinear_scaling",
+    "slower_than_fp32",
+    "no_faster_than_one_gpu",
+)
 FULL_PASS_BELOW = 64
 REEVALUATE_GROWTH = 1.25
 

@@ -5,6 +5,8 @@ Runs after physics and before statistics. Three checks, all from service.domain.
 - implausible_vs_peers: per-GPU efficiency far beyond the best other GPU's on the same
   workload and precision (even when the result starts a group of one);
 - superlinear_scaling: N GPUs claiming clearly more than N times the same GPU's 1-GPU median;
+- no_faster_than_one_gpu: N data-parallel GPUs giving at most the same GPU's 1-GPU median (a
+  failed run; not for a workload llama.cpp splits by layers, where that is expected);
 - slower_than_fp32: a reduced-precision run below half the same GPU's FP32 median on the same
   workload and GPU count (a failed run: Lambda's RTX A4000 WaveGlow fp16 column); where that
   count has no FP32 median, per GPU below a quarter of the FP32 per-GPU median at the largest
@@ -22,19 +24,21 @@ maximum over the other GPUs is the same number either way.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from statistics import median
 
 from service.domain.plausibility import (
     IMPLAUSIBLE_VS_PEERS,
+    NO_FASTER_THAN_ONE_GPU,
     SLOWER_THAN_FP32,
     SUPERLINEAR_SCALING,
     Efficiency,
     PeakRates,
     efficiency_at,
     implausible_vs_peers,
+    no_faster_than_one_gpu,
     peak_tflops,
     slower_than_fp32,
     slower_than_fp32_on_fewer_gpus,
@@ -164,11 +168,13 @@ def check_peers(
     stored_medians: Mapping[GroupKey, float],
     specs: Mapping[int, GpuSpec],
     memory_bound: Mapping[int, bool],
+    layer_split: Collection[int] = frozenset(),
 ) -> None:
     """Mark rows (still `accepted` after physics) that their peers make implausible.
 
     `stored_medians`: accepted median of every stored group (n > 0) of the rows' workloads;
-    `specs`: every GPU named there or in `rows`; `memory_bound`: per workload id."""
+    `specs`: every GPU named there or in `rows`; `memory_bound`: per workload id;
+    `layer_split`: the workload ids whose multi-GPU runs split by layers."""
     candidates = [r for r in rows if r.status == "accepted"]
     if not candidates:
         return
@@ -178,8 +184,12 @@ def check_peers(
     fp32_counts = _fp32_counts(medians)
     for row in candidates:
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
-        if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
+        single = medians.get((gid, wid, prec, 1))
+        if superlinear(row.value, count, single):
             row.status, row.reason = "outlier", SUPERLINEAR_SCALING
+            continue
+        if wid not in layer_split and no_faster_than_one_gpu(row.value, count, single):
+            row.status, row.reason = "outlier", NO_FASTER_THAN_ONE_GPU
             continue
         if _slower_than_fp32(row.value, gid, wid, prec, count, medians, fp32_counts):
             row.status, row.reason = "outlier", SLOWER_THAN_FP32

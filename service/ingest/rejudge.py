@@ -21,6 +21,7 @@ from collections.abc import Collection
 
 from sqlmodel import Session, col, select
 
+from service.domain.plausibility import splits_by_layers
 from service.ingest.groups import lock_groups, refresh_groups
 from service.ingest.known import read_known
 from service.ingest.peers import check_peers
@@ -67,12 +68,14 @@ def rejudge_peers(session: Session, submitter_ids: Collection[int]) -> list[Resu
     lock_groups(session, sorted({row.group for row in rows}))
     # an accepted row's group has an aggregate, so known.specs holds every GPU judged here
     known = read_known(session, {r.workload_id for r in stored})
-    memory_bound = {
-        wid: bound
-        for wid, bound in session.exec(select(Workload.id, Workload.memory_bound))
-        if wid is not None
+    traits = session.exec(
+        select(Workload.id, Workload.memory_bound, Workload.quant, Workload.phase)
+    ).all()
+    memory_bound = {wid: bound for wid, bound, _, _ in traits if wid is not None}
+    layer_split = {
+        wid for wid, _, quant, phase in traits if wid is not None and splits_by_layers(quant, phase)
     }
-    check_peers(rows, known.medians, known.specs, memory_bound)
+    check_peers(rows, known.medians, known.specs, memory_bound, layer_split)
     flagged: list[Result] = []
     groups: set[GroupKey] = set()
     now = utcnow()

@@ -24,6 +24,7 @@ from service.domain import memory
 from service.domain import throughput_model as tm
 from service.domain.availability import Availability, purchase_counts
 from service.domain.llm_fit import split_ratios, split_speedup
+from service.domain.plausibility import splits_by_layers
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.recommend import Candidate, Configuration, configuration, configurations
 from service.domain.scaling import Profiles, Scaling
@@ -178,7 +179,7 @@ class Snapshot:
         phase): llama.cpp splits the model by layers over N GPUs, so one token or prompt goes
         through them in turn and N GPUs are no faster than one. The corpus measures it: RTX
         4090 on Llama-3-8B Q4_K_M tg512, 130.6 tokens/s on 1 GPU, 120.3 on 4, 118.1 on 8."""
-        return self.workload.quant is not None and self.workload.phase in ("prefill", "decode")
+        return splits_by_layers(self.workload.quant, self.workload.phase)
 
     def split_ratios(self) -> dict[int, list[float]]:
         """N-GPU / 1-GPU throughput of this workload's measured multi-GPU results, per N, for

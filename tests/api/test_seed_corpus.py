@@ -196,3 +196,21 @@ def test_a_model_ask_says_when_its_training_estimate_rests_on_an_unmeasured_stac
     phrase = "no oneapi GPU is measured on this kind of work"
     assert all(phrase in r["why"] for r in oneapi["recommendations"])
     assert not any("GPU is measured on this kind" in r["why"] for r in cuda["recommendations"])
+
+
+def test_data_parallel_cells_no_faster_than_one_gpu_are_outliers(db):
+    """Lambda's RTX 3090 BERT-large fp32 cells on 4 and 8 GPUs (16 sentences/s each, against 24
+    on one) did not scale: they are outliers, and no multi-GPU answer is measured from them."""
+    seed(db)
+    with Session(db) as s:
+        gpu = s.exec(select(Gpu).where(Gpu.slug == "nvidia-rtx-3090")).one()
+        bert = s.exec(select(Workload).where(Workload.slug == "bert-large-squad-finetune")).one()
+        rows = s.exec(
+            select(Result).where(
+                Result.gpu_id == gpu.id, Result.workload_id == bert.id, Result.precision == "fp32"
+            )
+        ).all()
+    by_count = {r.gpu_count: (r.status, r.reason) for r in rows}
+    assert by_count[1][0] == "accepted"
+    for count in (4, 8):
+        assert by_count[count] == ("outlier", "no_faster_than_one_gpu")

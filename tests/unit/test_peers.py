@@ -10,12 +10,14 @@ from hypothesis import strategies as st
 
 from service.domain.plausibility import (
     IMPLAUSIBLE_VS_PEERS,
+    NO_FASTER_THAN_ONE_GPU,
     SLOWER_THAN_FP32,
     SUPERLINEAR_SCALING,
     PeakRates,
     best_efficiency,
     efficiency,
     implausible_vs_peers,
+    no_faster_than_one_gpu,
     slower_than_fp32,
     slower_than_fp32_on_fewer_gpus,
     superlinear,
@@ -29,7 +31,7 @@ GPUS = range(1, 7)
 WORKLOADS = range(1, 4)
 
 
-def reference(rows, stored, specs, memory_bound):
+def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
     """The peers step as first written: a scan of every peer's efficiencies for each row."""
     candidates = [r for r in rows if r.status == "accepted"]
     medians = dict(stored)
@@ -60,6 +62,10 @@ def reference(rows, stored, specs, memory_bound):
         gid, wid, prec, count = row.group
         if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
             verdicts[i] = SUPERLINEAR_SCALING
+            continue
+        one = medians.get((gid, wid, prec, 1))
+        if wid not in layer_split and no_faster_than_one_gpu(row.value, count, one):
+            verdicts[i] = NO_FASTER_THAN_ONE_GPU
             continue
         fp32 = medians.get((gid, wid, "fp32", count))
         fewer = [c for (g, w, p, c) in medians if (g, w, p) == (gid, wid, "fp32") and c < count]
@@ -118,11 +124,14 @@ def new_row(key, v, status):
     stored=st.dictionaries(group, value, max_size=25),
     batch=st.lists(st.tuples(group, value, st.sampled_from(["accepted", "rejected"])), max_size=30),
     memory_bound=st.fixed_dictionaries({w: st.booleans() for w in WORKLOADS}),
+    layer_split=st.frozensets(st.sampled_from(WORKLOADS)),
 )
-def test_check_peers_matches_the_brute_force_definition(specs, stored, batch, memory_bound):
+def test_check_peers_matches_the_brute_force_definition(
+    specs, stored, batch, memory_bound, layer_split
+):
     rows = [new_row(k, v, s) for k, v, s in batch]
-    expected = reference(rows, stored, specs, memory_bound)
-    check_peers(rows, stored, specs, memory_bound)
+    expected = reference(rows, stored, specs, memory_bound, layer_split)
+    check_peers(rows, stored, specs, memory_bound, layer_split)
     for i, row in enumerate(rows):
         if i not in expected:
             assert (row.status, row.reason) == ("rejected", None)
@@ -138,8 +147,8 @@ def test_a_group_of_one_far_beyond_every_other_gpu_is_flagged_and_a_peer_is_not(
     stored = {(1, 1, "fp16", 1): 100.0, (2, 1, "fp16", 1): 120.0}
     inflated, ordinary = (
         new_row((3, 1, "fp16", 1), 500.0, "accepted"),
-        new_row((3, 1, "fp16", 2), 2 * 110.0, "accepted"),
-    )
+        new_row((2, 1, "fp16", 2), 2 * 110.0, "accepted"),  # GPU 3's own 2-GPU run would be
+    )  # no faster than its inflated 1-GPU value (no_faster_than_one_gpu)
     check_peers([inflated, ordinary], stored, specs, {1: False})
     assert (inflated.status, inflated.reason) == ("outlier", IMPLAUSIBLE_VS_PEERS)
     assert (ordinary.status, ordinary.reason) == ("accepted", None)
@@ -182,3 +191,21 @@ def test_fewer_gpus_rule_only_compares_reduced_precision_with_a_smaller_count():
     # the floor: a quarter of the FP32 per-GPU share
     assert not slower_than_fp32_on_fewer_gpus(16 * 0.26 * 100.0 / 8, "fp16", 16, 8, 100.0)
     assert slower_than_fp32_on_fewer_gpus(16 * 0.24 * 100.0 / 8, "fp16", 16, 8, 100.0)
+
+
+def test_a_data_parallel_run_no_faster_than_one_gpu_is_a_failed_run():
+    """Lambda's RTX 3090 BERT-large fp32: 24 sentences/s on one GPU, 16 on 4 GPUs; a llama.cpp
+    layer split (workload 2) is expected to be no faster than one GPU and stays accepted."""
+    stored = {(1, 1, "fp32", 1): 24.0, (1, 2, "q4_k_m", 1): 130.6}
+    rows = [
+        new_row((1, 1, "fp32", 4), 16.0, "accepted"),
+        new_row((1, 1, "fp32", 8), 150.0, "accepted"),
+        new_row((1, 2, "q4_k_m", 4), 120.3, "accepted"),
+    ]
+    specs = {1: GpuSpec(PeakRates(35.6, tf32_tensor=35.6, int8=284.0), 936.0)}
+    check_peers(rows, stored, specs, {1: False, 2: True}, layer_split={2})
+    assert [(r.status, r.reason) for r in rows] == [
+        ("outlier", NO_FASTER_THAN_ONE_GPU),
+        ("accepted", None),
+        ("accepted", None),
+    ]
