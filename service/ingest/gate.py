@@ -24,6 +24,7 @@ from service.domain.plausibility import (
     NO_FP8_UNITS,
     exceeds_bandwidth,
     exceeds_peak,
+    gpus_in_parallel,
     lacks_fp8_units,
     splits_by_layers,
 )
@@ -116,22 +117,27 @@ def _new_rows(
             w.flops_per_unit,
             decode_bytes_floor_of(w.model, w.quant, w.phase),
             bool(w.model) and w.memory_bound,  # an LLM's decode: FP8 weights run weight-only
+            splits_by_layers(w.quant, w.phase),
         )
         for slug, w in workloads.items()
     }
     rows: list[NewRow] = []
     for item, extra in zip(items, extras, strict=True):
-        (gpu_id, rates, bandwidth, architecture), (workload_id, flops, bytes_per_unit, decode) = (
+        (
+            (gpu_id, rates, bandwidth, architecture),
+            (workload_id, flops, bytes_per_unit, decode, layers),
+        ) = (
             gpu_of[item.gpu],
             workload_of[item.workload],
         )
         assert gpu_id is not None and workload_id is not None
         reason = None
+        reading = gpus_in_parallel(item.gpu_count, layers, item.notes)  # at once, per token
         if lacks_fp8_units(item.precision, rates, architecture, decode):
             reason = NO_FP8_UNITS
         elif exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision):
             reason = "exceeds_peak"
-        elif exceeds_bandwidth(item.value, bytes_per_unit, item.gpu_count, bandwidth):
+        elif exceeds_bandwidth(item.value, bytes_per_unit, reading, bandwidth):
             reason = "exceeds_bandwidth"
         possible = reason is None
         rows.append(

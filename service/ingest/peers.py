@@ -37,6 +37,7 @@ from service.domain.plausibility import (
     Efficiency,
     PeakRates,
     efficiency_at,
+    gpus_in_parallel,
     implausible_vs_peers,
     no_faster_than_one_gpu,
     peak_tflops,
@@ -185,7 +186,10 @@ def check_peers(
     for row in candidates:
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
         single = medians.get((gid, wid, prec, 1))
-        if superlinear(row.value, count, single):
+        # a layer split's decode runs its GPUs in turn; its prefill pipelines prompt batches
+        decode_in_turn = wid in layer_split and memory_bound.get(wid, False)
+        parallel = gpus_in_parallel(count, decode_in_turn, row.notes)
+        if superlinear(row.value, count, single, parallel):
             row.status, row.reason = "outlier", SUPERLINEAR_SCALING
             continue
         if wid not in layer_split and no_faster_than_one_gpu(row.value, count, single):

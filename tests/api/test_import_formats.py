@@ -89,3 +89,20 @@ def test_mlperf_checker_csv_posts_as_the_readme_says(client, keys):
     assert len(outcomes) == 8
     stored = client.get(f"/results/{outcomes[0]['id']}").json()
     assert stored["gpu_count"] in (4, 8) and stored["workload"].startswith("mlperf-llama2-70b-")
+
+
+def test_a_layer_split_decode_is_held_to_one_gpus_bandwidth(client, keys):
+    """llama.cpp's layer split reads each GPU's layers in turn: 2 x RTX 4090 cannot decode
+    Llama 3 8B Q4_K_M faster than one 4090's bandwidth allows (1,008 GB/s over 4.2 GB a
+    token: about 240 tokens/s), which a 2-GPU ceiling (480) had let 300 pass."""
+    row = {
+        "gpu": "nvidia-rtx-4090",
+        "workload": "llama-3-8b-q4_k_m-tg512",
+        "value": 300.0,
+        "precision": "q4_k_m",
+        "gpu_count": 2,
+        "framework": "llama.cpp",
+    }
+    r = client.post("/results", json=row, headers=keys.auth(keys.submitter))
+    assert r.status_code == 201, r.text
+    assert (r.json()["status"], r.json()["reason"]) == ("rejected", "exceeds_bandwidth")

@@ -60,7 +60,9 @@ def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
         if row.status != "accepted":
             continue
         gid, wid, prec, count = row.group
-        if superlinear(row.value, count, medians.get((gid, wid, prec, 1))):
+        # no row-split notes in these rows; a layer split's prefill (not memory-bound) pipelines
+        parallel = 1 if wid in layer_split and memory_bound[wid] else count
+        if superlinear(row.value, count, medians.get((gid, wid, prec, 1)), parallel):
             verdicts[i] = SUPERLINEAR_SCALING
             continue
         one = medians.get((gid, wid, prec, 1))
@@ -209,3 +211,21 @@ def test_a_data_parallel_run_no_faster_than_one_gpu_is_a_failed_run():
         ("accepted", None),
         ("accepted", None),
     ]
+
+
+def test_a_layer_split_is_superlinear_against_one_gpu_unless_it_splits_rows():
+    """llama.cpp's layer split runs its GPUs one after another: 2 x RTX 4090 at 240 tokens/s
+    against 130.6 on one is superlinear; a llama-bench row split (its notes say so) is judged
+    against 2 x 130.6, and 124.65 (the corpus's own 2-GPU run) passes."""
+    stored = {(1, 2, "q4_k_m", 1): 130.6}
+    specs = {1: GpuSpec(PeakRates(82.6, int8=660.6), 1008.0)}
+    fake, row_split, real = (
+        new_row((1, 2, "q4_k_m", 2), 240.0, "accepted"),
+        new_row((1, 2, "q4_k_m", 2), 240.0, "accepted"),
+        new_row((1, 2, "q4_k_m", 2), 124.65, "accepted"),
+    )
+    row_split.notes = "llama-bench split_mode=row"
+    for row in (fake, row_split, real):
+        check_peers([row], stored, specs, {2: True}, layer_split={2})
+    assert (fake.status, fake.reason) == ("outlier", SUPERLINEAR_SCALING)
+    assert (row_split.status, real.status) == ("accepted", "accepted")
