@@ -68,6 +68,14 @@ class ResultRead(BaseModel):
     driver: str | None
     cuda: str | None
     notes: str | None
+    source: str | None = Field(
+        description="Where the value comes from: the table or URL it was copied from, with the "
+        "measurement's date where the source gives one (the shipped corpus), or what the "
+        "submitter stated."
+    )
+    importer: str | None = Field(description="How it was posted: json, llama-bench, ...")
+    device_string: str | None = Field(description="The device as the tool reported it.")
+    system: str | None = Field(description="Vendor, system or node, as reported.")
     status: ResultStatus
     reason: str | None
     status_locked: bool

@@ -214,3 +214,17 @@ def test_data_parallel_cells_no_faster_than_one_gpu_are_outliers(db):
     assert by_count[1][0] == "accepted"
     for count in (4, 8):
         assert by_count[count] == ("outlier", "no_faster_than_one_gpu")
+
+
+def test_a_seeded_result_says_where_it_comes_from(db, client):
+    """GET /results shows each stored result's source (the table and its date), importer,
+    device string and system, which the database holds but the API had left out."""
+    seed(db)
+    items = client.get(
+        "/results", params={"gpu": "nvidia-rtx-4090", "status": "accepted", "limit": 50}
+    ).json()["items"]
+    lambda_rows = [i for i in items if (i["source"] or "").startswith("Lambda deeplearning")]
+    assert lambda_rows, [i["source"] for i in items]
+    one = client.get(f"/results/{lambda_rows[0]['id']}").json()
+    assert one["source"] == lambda_rows[0]["source"] and one["system"]
+    assert {"importer", "device_string"} <= one.keys()
