@@ -115,12 +115,15 @@ def _medians(stored: Mapping[GroupKey, float], rows: Sequence[NewRow]) -> dict[G
     return out
 
 
-def _leaders(medians: Mapping[GroupKey, float], eff: _Efficiencies) -> dict[PairKey, _Leaders]:
-    """Each GPU's best efficiency on each measure (over its groups: counts), per pair."""
+def _leaders(
+    medians: Mapping[GroupKey, float], eff: _Efficiencies, in_turn: Collection[int]
+) -> dict[PairKey, _Leaders]:
+    """Each GPU's best efficiency on each measure (over its groups: counts), per pair; a
+    stored group of a workload whose GPUs decode in turn (`in_turn`) counts as one GPU."""
     compute: dict[PairKey, dict[int, float]] = defaultdict(dict)
     bandwidth: dict[PairKey, dict[int, float]] = defaultdict(dict)
     for (gid, wid, prec, count), value in medians.items():
-        e = eff(gid, value, count, prec)
+        e = eff(gid, value, gpus_in_parallel(count, wid in in_turn, None), prec)
         if e is None:
             continue
         best_c, best_b = compute[(wid, prec)], bandwidth[(wid, prec)]
@@ -181,14 +184,14 @@ def check_peers(
         return
     medians = _medians(stored_medians, candidates)
     eff = _Efficiencies(specs)
-    leaders = _leaders(medians, eff)
+    # a layer split's decode runs its GPUs in turn; its prefill pipelines prompt batches
+    in_turn = {wid for wid in layer_split if memory_bound.get(wid, False)}
+    leaders = _leaders(medians, eff, in_turn)
     fp32_counts = _fp32_counts(medians)
     for row in candidates:
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
         single = medians.get((gid, wid, prec, 1))
-        # a layer split's decode runs its GPUs in turn; its prefill pipelines prompt batches
-        decode_in_turn = wid in layer_split and memory_bound.get(wid, False)
-        parallel = gpus_in_parallel(count, decode_in_turn, row.notes)
+        parallel = gpus_in_parallel(count, wid in in_turn, row.notes)
         if superlinear(row.value, count, single, parallel):
             row.status, row.reason = "outlier", SUPERLINEAR_SCALING
             continue
@@ -198,7 +201,7 @@ def check_peers(
         if _slower_than_fp32(row.value, gid, wid, prec, count, medians, fp32_counts):
             row.status, row.reason = "outlier", SLOWER_THAN_FP32
             continue
-        mine = eff(gid, row.value, count, prec)
+        mine = eff(gid, row.value, parallel, prec)  # per GPU working on a token at once
         pair = leaders.get((wid, prec))
         best = pair.best_other_than(gid) if pair is not None else None
         if mine is None or best is None:

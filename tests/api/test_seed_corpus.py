@@ -228,3 +228,19 @@ def test_a_seeded_result_says_where_it_comes_from(db, client):
     one = client.get(f"/results/{lambda_rows[0]['id']}").json()
     assert one["source"] == lambda_rows[0]["source"] and one["system"]
     assert {"importer", "device_string"} <= one.keys()
+
+
+def test_a_one_gpu_decode_is_not_judged_against_a_layer_splits_share_per_gpu(db):
+    """The M2 Ultra's Llama 3 70B F16 decode (4.48 tokens/s at tg4096, 79% of its 800 GB/s over
+    141 GB a token) had been an outlier against peers measured only as 4- to 8-GPU layer splits,
+    each counted at a quarter or an eighth of its value per GPU; their GPUs decode in turn."""
+    seed(db)
+    with Session(db) as s:
+        gpu = s.exec(select(Gpu).where(Gpu.slug == "apple-m2-ultra")).one()
+        rows = s.exec(
+            select(Result, Workload.slug)
+            .join(Workload, col(Workload.id) == Result.workload_id)
+            .where(Result.gpu_id == gpu.id, col(Workload.slug).like("llama-3-70b-f16-tg%"))
+        ).all()
+    assert len(rows) == 4
+    assert {r.status for r, _ in rows} == {"accepted"}

@@ -50,9 +50,12 @@ def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
         except (KeyError, ValueError, ZeroDivisionError):
             return None
 
+    def in_turn(wid):  # a layer split's decode: its GPUs work one at a time
+        return wid in layer_split and memory_bound[wid]
+
     per_gpu = defaultdict(lambda: defaultdict(list))
     for (gid, wid, prec, count), value in medians.items():
-        e = eff(gid, value, count, prec)
+        e = eff(gid, value, 1 if in_turn(wid) else count, prec)
         if e is not None:
             per_gpu[(wid, prec)][gid].append(e)
     verdicts = {}
@@ -60,8 +63,7 @@ def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
         if row.status != "accepted":
             continue
         gid, wid, prec, count = row.group
-        # no row-split notes in these rows; a layer split's prefill (not memory-bound) pipelines
-        parallel = 1 if wid in layer_split and memory_bound[wid] else count
+        parallel = 1 if in_turn(wid) else count  # no row-split notes in these rows
         if superlinear(row.value, count, medians.get((gid, wid, prec, 1)), parallel):
             verdicts[i] = SUPERLINEAR_SCALING
             continue
@@ -83,7 +85,7 @@ def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
         if slower:
             verdicts[i] = SLOWER_THAN_FP32
             continue
-        mine = eff(gid, row.value, count, prec)
+        mine = eff(gid, row.value, parallel, prec)
         peers = [e for other, es in per_gpu[(wid, prec)].items() if other != gid for e in es]
         best = best_efficiency(peers)
         flagged = mine and best and implausible_vs_peers(mine, best, memory_bound[wid])
