@@ -13,11 +13,11 @@ Design decisions:
   the cards on sale at least that long, else 0 (stated in `why`). The used/new price ratio it
   replaces said what a card loses by becoming used, not by ageing, and whatever the horizon:
   a new RTX 5090 was credited 91% back after 3 years (TCO $2,179 on $5,258) while the same card
-  bought used at $4,795 got nothing back (TCO $6,511). On the shipped prices (2026-12-06) the
-  median over the 17 cards on sale 3+ years whose used price is below launch (RTX 20, 30 and
-  40, RX 7900) is 0.837 a year: 59% after 3. The A10 (used = launch) and the RTX 4090 (used
-  1.55 x launch) count for neither: a short market is not ageing, and the A10 had been credited
-  100% back after any horizon, a TCO below its price.
+  bought used at $4,795 got nothing back (TCO $6,511). On the shipped prices (2026-12-06, the
+  default 180-day window) the median over the 10 cards on sale 3+ years whose used price is
+  below launch (RTX 30 and 40, RX 7900) is 0.880 a year: 68% after 3 (0.885 over 11 with the
+  A10). The A10 (used = launch) counts for neither: a short market is not ageing, and it had
+  been credited 100% back after any horizon, a TCO below its price.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
   that exists, never an interpolated one), of those whose stated power supplies carry the
