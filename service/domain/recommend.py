@@ -237,7 +237,8 @@ def configuration_model(config: Configuration) -> str:
     return config.candidate.estimate.model
 
 
-def _basis_phrase(config: Configuration, unit: str) -> str:
+def basis_phrase(config: Configuration, unit: str) -> str:
+    """Where the configuration's figure comes from, with its band."""
     likely = f"likely {figure(config.low)}-{figure(config.high)} {unit}"
     if config.basis == "measured":
         with_ = f" ({', '.join(config.frameworks)})" if config.frameworks else ""
@@ -295,6 +296,20 @@ def why_body(config: Configuration, unit: str, reference: str, extra: float | No
     cand = config.candidate
     what = cand.slug if config.count == 1 else f"{config.count} x {cand.slug}"
     what += f" ({cand.stack})"
+    scaling = scaling_phrase(config)
+    source = basis_phrase(config, unit) + precision_note(cand.estimate.precision)
+    return (
+        f"{what} for ${config.total_price:,.0f}"
+        f"{_platform_phrase(config, extra)}{scaling} gives "
+        f"~{figure(config.throughput)} {unit} ({source}), "
+        f"{figure(per_dollar_spent(config.throughput, config.total_price, extra))} {unit} per "
+        f"USD; reference {reference} = 1.0."
+    )
+
+
+def scaling_phrase(config: Configuration) -> str:
+    """How `count` GPUs relate to one ('' for one GPU): measured (and whether above linear),
+    fitted, an assumed profile, or independent experiments."""
     if config.scaling_basis == "measured":
         scaling = f", {config.speedup:.2f}x one GPU as measured"
         if config.speedup > config.count:
@@ -316,14 +331,7 @@ def why_body(config: Configuration, unit: str, reference: str, extra: float | No
         scaling = f", {config.speedup:.2f}x one GPU ({config.scaling_basis})"
     else:
         scaling = ""
-    source = _basis_phrase(config, unit) + precision_note(cand.estimate.precision)
-    return (
-        f"{what} for ${config.total_price:,.0f}"
-        f"{_platform_phrase(config, extra)}{scaling} gives "
-        f"~{figure(config.throughput)} {unit} ({source}), "
-        f"{figure(per_dollar_spent(config.throughput, config.total_price, extra))} {unit} per "
-        f"USD; reference {reference} = 1.0."
-    )
+    return scaling
 
 
 def per_dollar_spent(throughput: float, gpus_usd: float, extra: float | None) -> float:

@@ -2,8 +2,9 @@
 
 from service.core.errors import InvalidInput
 from service.domain.availability import SYSTEM, purchase_counts
+from service.domain.estimate import figure
 from service.domain.matching import suggest
-from service.domain.recommend import Candidate
+from service.domain.recommend import Candidate, basis_phrase, scaling_phrase
 from service.domain.tco import CostSettings
 from service.read_model.rows import price_info
 from service.read_model.snapshot import Snapshot
@@ -68,7 +69,8 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
             suggestions=suggest(slug, snapshot.by_slug),
         )
     _check_holds(snapshot, cand, count)
-    throughput = snapshot.configuration("parallel", "pytorch", cand, count).throughput
+    config = snapshot.configuration("parallel", "pytorch", cand, count)
+    throughput = config.throughput
     offers = [
         CloudOfferOut(
             provider=o.provider,
@@ -81,7 +83,13 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
     cheapest = offers[0] if offers else None
     hours = costs.hours
     rent = cheapest.usd_per_hour * count * hours if cheapest else None
-    buy, break_even, notes = None, None, []
+    unit = snapshot.workload.unit
+    what = slug if count == 1 else f"{count} x {slug}"
+    buy, break_even = None, None
+    notes = [
+        f"{what}{scaling_phrase(config)} gives ~{figure(throughput)} {unit} "
+        f"({basis_phrase(config, unit)})."
+    ]
     unit_price = price_info(cand, snapshot)
     if unit_price is not None:
         total = unit_price.usd * count
@@ -137,6 +145,13 @@ def comparison(snapshot: Snapshot, slug: str, count: int, costs: CostSettings) -
         workload=snapshot.workload.slug,
         unit=snapshot.workload.unit,
         throughput=throughput,
+        throughput_low=config.low,
+        throughput_high=config.high,
+        basis=config.basis,
+        n=config.n,
+        band=cand.estimate.band,
+        scaling_factor=config.speedup,
+        scaling_basis=config.scaling_basis,
         hours_over_horizon=hours,
         buy=buy,
         cheapest_cloud=cheapest,

@@ -69,6 +69,13 @@ class Comparison(BaseModel):
     workload: str
     unit: str
     throughput: float = Field(description="Of `count` GPUs (parallel scaling).")
+    throughput_low: float = Field(description="Its band's low end (nominal coverage `band`).")
+    throughput_high: float
+    basis: str = Field(description="measured (N-GPU results of this count) or estimated")
+    n: int = Field(description="Results behind a measured value; measured GPUs behind an estimate.")
+    band: float = Field(description="Nominal coverage of the band.")
+    scaling_factor: float = Field(description="`count` GPUs over one.")
+    scaling_basis: str = Field(description="single | measured | fitted:... | profile:...")
     hours_over_horizon: float
     buy: BuySide | None = Field(description="None when the GPU has no current price.")
     cheapest_cloud: CloudOfferOut | None

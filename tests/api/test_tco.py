@@ -489,3 +489,31 @@ def test_no_configuration_without_a_sourced_box_is_offered_unless_the_box_is_pri
     priced = client.get("/recommend", params={**ask, "platform_usd": 8000}).json()
     eight = [r for r in priced["recommendations"] if r["gpu"] == "nvidia-rtx-5090"]
     assert any(r["count"] == 8 for r in eight), [(r["gpu"], r["count"]) for r in eight]
+
+
+def test_compare_states_its_figures_basis_band_and_scaling(db, client):
+    """/compare says where its throughput comes from, as /recommend's rows do: basis, n, band
+    and scaling, and in `why` a measured N-GPU median above N x one GPU (Lambda's 8 x RTX 3090
+    BERT-base fp16, 1,402 against one GPU's 166) is flagged as no scaling to count on."""
+    from service.catalog.seed import seed
+
+    seed(db)  # the whole corpus, multi-GPU rows too
+    r = client.get(
+        "/compare",
+        params={
+            "gpu": "nvidia-rtx-3090",
+            "count": 8,
+            "workload": "bert-base-squad-finetune",
+            "precision": "fp16",
+        },
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["basis"] == "measured" and body["scaling_basis"] == "measured"
+    assert body["throughput_low"] <= body["throughput"] <= body["throughput_high"]
+    assert body["scaling_factor"] > 8 and "above 8x linear" in body["why"]
+    one = client.get(
+        "/compare", params={"gpu": "nvidia-rtx-4090", "count": 4, "workload": "resnet50-train"}
+    ).json()
+    assert one["basis"] == "estimated" and one["scaling_factor"] > 1
+    assert one["why"].startswith("4 x nvidia-rtx-4090, ")
