@@ -9,7 +9,10 @@ submitters) after storing new ones, so every `make run` converges on what a fres
 - Only `accepted` rows that no admin has set (`status_locked`) are judged, and a row only ever
   moves to `outlier` with the peers step's sticky reason: nothing is deleted, and a verdict an
   admin gave is never undone.
-- References are the stored accepted medians, as for a new batch. A row's own group is never
+- References are the medians of the corpus's own accepted rows, as when a fresh seed judged
+  them in one batch, never what was posted since: one posted one-GPU result would otherwise
+  move the median that a seeded multi-GPU cell is judged against (superlinear,
+  no_faster_than_one_gpu) and flag cited data at the next seed. A row's own group is never
   its reference (the rules compare with the FP32 group, the 1-GPU group and other GPUs), so
   a fresh seed is a fixed point: judged again, its corpus gives no new outlier.
 - The groups the flagged rows leave are re-evaluated whole (aggregates recomputed).
@@ -75,7 +78,7 @@ def rejudge_peers(session: Session, submitter_ids: Collection[int]) -> list[Resu
     layer_split = {
         wid for wid, _, quant, phase in traits if wid is not None and splits_by_layers(quant, phase)
     }
-    check_peers(rows, known.medians, known.specs, memory_bound, layer_split)
+    check_peers(rows, {}, known.specs, memory_bound, layer_split)  # the corpus judges itself
     flagged: list[Result] = []
     groups: set[GroupKey] = set()
     now = utcnow()

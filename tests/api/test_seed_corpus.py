@@ -244,3 +244,33 @@ def test_a_one_gpu_decode_is_not_judged_against_a_layer_splits_share_per_gpu(db)
         ).all()
     assert len(rows) == 4
     assert {r.status for r, _ in rows} == {"accepted"}
+
+
+def test_a_posted_result_never_makes_seeded_cells_outliers_at_the_next_seed(db, client, keys):
+    """The seed re-judges the corpus against the corpus's own medians: five posted one-GPU runs
+    of an RTX 3070 at 1,500 img/s (Lambda measured 419) do not make its cited 2-GPU ResNet-50
+    cells "no faster than one GPU" when the service seeds again."""
+    from tests.api.test_recommend import post_results
+
+    seed(db)
+
+    def two_gpu_statuses():
+        with Session(db) as s:
+            gpu = s.exec(select(Gpu).where(Gpu.slug == "nvidia-rtx-3070")).one()
+            wl = s.exec(select(Workload).where(Workload.slug == "resnet50-train")).one()
+            return {
+                (r.precision, r.value): r.status
+                for r in s.exec(
+                    select(Result).where(
+                        Result.gpu_id == gpu.id,
+                        Result.workload_id == wl.id,
+                        Result.gpu_count == 2,
+                    )
+                ).all()
+            }
+
+    before = two_gpu_statuses()
+    assert before and "accepted" in before.values()
+    post_results(client, keys, "nvidia-rtx-3070", [1500.0 + i for i in range(5)])
+    seed(db)
+    assert two_gpu_statuses() == before
