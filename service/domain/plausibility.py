@@ -222,7 +222,8 @@ def slower_than_fp32_on_fewer_gpus(
 # fp32 4-GPU cell at 11,570 against 31,837 on one. Answered as measured, /compare said 16
 # sentences/s for 8 x RTX 3090 where /recommend's profile said 133. Not for a split by layers
 # (llama.cpp's multi-GPU prefill and decode), where one token passes the GPUs in turn and N
-# GPUs are expected to be no faster than one (`splits_by_layers`).
+# GPUs are expected to be no faster than one (`splits_by_layers`), nor for a memory-bound
+# workload (a batch-1 decode over GPUs without peer-to-peer may be no faster either).
 NO_FASTER_THAN_ONE_GPU = "no_faster_than_one_gpu"
 
 
@@ -232,21 +233,17 @@ def splits_by_layers(quant: str | None, phase: str | None) -> bool:
     return quant is not None and phase in ("prefill", "decode")
 
 
-ROW_SPLIT = "split_mode=row"  # llama-bench's notes (importers/llama_bench.py) for its row split
-
-
-def gpus_in_parallel(gpu_count: int, layer_split: bool, notes: str | None) -> int:
-    """How many GPUs work on one decoded token at once: all of them in a tensor (row) split, one
-    at a time in llama.cpp's layer split (its default; a llama-bench row split says so in its
-    notes). Not for prefill, which llama.cpp pipelines over the GPUs in prompt batches (92 of
-    the corpus's layer-split prompt rows pass 1.2 x one GPU).
+def gpus_in_parallel(gpu_count: int, in_turn: bool) -> int:
+    """How many GPUs work on one decoded token at once: all N, or one at a time where they
+    decode in turn (llama.cpp's layer split, which every llama-bench workload is judged as: a
+    row split is another configuration, and a note saying so is free text anyone can post).
     A layer split's N GPUs decode no faster than one GPU's bandwidth allows, and no faster
     than the same GPU alone (superlinear against 1, not N): 2 x RTX 4090 at 240 tokens/s on
     Llama 3 8B Q4_K_M had passed (the corpus measures 130.6 on one 4090, 124.65 on two) and
-    lifted every GPU's learned split ratio above 1."""
-    if layer_split and ROW_SPLIT not in (notes or ""):
-        return 1
-    return gpu_count
+    lifted every GPU's learned split ratio above 1. Not for prefill, which llama.cpp pipelines
+    over the GPUs in prompt batches (92 of the corpus's layer-split prompt rows pass 1.2 x one
+    GPU)."""
+    return 1 if in_turn else gpu_count
 
 
 def no_faster_than_one_gpu(value: float, gpu_count: int, single_gpu_median: float | None) -> bool:

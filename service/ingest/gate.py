@@ -132,7 +132,7 @@ def _new_rows(
         )
         assert gpu_id is not None and workload_id is not None
         reason = None
-        reading = gpus_in_parallel(item.gpu_count, layers, item.notes)  # at once, per token
+        reading = gpus_in_parallel(item.gpu_count, layers)  # at once, per decoded token
         if lacks_fp8_units(item.precision, rates, architecture, decode):
             reason = NO_FP8_UNITS
         elif exceeds_peak(item.value, flops, item.gpu_count, rates, item.precision):

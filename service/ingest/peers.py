@@ -6,7 +6,8 @@ Runs after physics and before statistics. Three checks, all from service.domain.
   workload and precision (even when the result starts a group of one);
 - superlinear_scaling: N GPUs claiming clearly more than N times the same GPU's 1-GPU median;
 - no_faster_than_one_gpu: N data-parallel GPUs giving at most the same GPU's 1-GPU median (a
-  failed run; not for a workload llama.cpp splits by layers, where that is expected);
+  failed run; not for a workload llama.cpp splits by layers, nor a memory-bound one: a batch-1
+  decode over N GPUs, split by layers or tensor-parallel without P2P, may be no faster);
 - slower_than_fp32: a reduced-precision run below half the same GPU's FP32 median on the same
   workload and GPU count (a failed run: Lambda's RTX A4000 WaveGlow fp16 column); where that
   count has no FP32 median, per GPU below a quarter of the FP32 per-GPU median at the largest
@@ -123,7 +124,7 @@ def _leaders(
     compute: dict[PairKey, dict[int, float]] = defaultdict(dict)
     bandwidth: dict[PairKey, dict[int, float]] = defaultdict(dict)
     for (gid, wid, prec, count), value in medians.items():
-        e = eff(gid, value, gpus_in_parallel(count, wid in in_turn, None), prec)
+        e = eff(gid, value, gpus_in_parallel(count, wid in in_turn), prec)
         if e is None:
             continue
         best_c, best_b = compute[(wid, prec)], bandwidth[(wid, prec)]
@@ -191,11 +192,13 @@ def check_peers(
     for row in candidates:
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
         single = medians.get((gid, wid, prec, 1))
-        parallel = gpus_in_parallel(count, wid in in_turn, row.notes)
+        parallel = gpus_in_parallel(count, wid in in_turn)
         if superlinear(row.value, count, single, parallel):
             row.status, row.reason = "outlier", SUPERLINEAR_SCALING
             continue
-        if wid not in layer_split and no_faster_than_one_gpu(row.value, count, single):
+        if not (wid in layer_split or memory_bound[wid]) and no_faster_than_one_gpu(
+            row.value, count, single
+        ):
             row.status, row.reason = "outlier", NO_FASTER_THAN_ONE_GPU
             continue
         if _slower_than_fp32(row.value, gid, wid, prec, count, medians, fp32_counts):

@@ -68,7 +68,8 @@ def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
             verdicts[i] = SUPERLINEAR_SCALING
             continue
         one = medians.get((gid, wid, prec, 1))
-        if wid not in layer_split and no_faster_than_one_gpu(row.value, count, one):
+        data_parallel = not (wid in layer_split or memory_bound[wid])
+        if data_parallel and no_faster_than_one_gpu(row.value, count, one):
             verdicts[i] = NO_FASTER_THAN_ONE_GPU
             continue
         fp32 = medians.get((gid, wid, "fp32", count))
@@ -215,19 +216,30 @@ def test_a_data_parallel_run_no_faster_than_one_gpu_is_a_failed_run():
     ]
 
 
-def test_a_layer_split_is_superlinear_against_one_gpu_unless_it_splits_rows():
+def test_a_layer_split_is_superlinear_against_one_gpu_whatever_its_notes_say():
     """llama.cpp's layer split runs its GPUs one after another: 2 x RTX 4090 at 240 tokens/s
-    against 130.6 on one is superlinear; a llama-bench row split (its notes say so) is judged
-    against 2 x 130.6, and 124.65 (the corpus's own 2-GPU run) passes."""
+    against 130.6 on one is superlinear, also with a note claiming a row split (free text any
+    poster can write); 124.65 (the corpus's own 2-GPU run) passes."""
     stored = {(1, 2, "q4_k_m", 1): 130.6}
     specs = {1: GpuSpec(PeakRates(82.6, int8=660.6), 1008.0)}
-    fake, row_split, real = (
+    fake, noted, real = (
         new_row((1, 2, "q4_k_m", 2), 240.0, "accepted"),
         new_row((1, 2, "q4_k_m", 2), 240.0, "accepted"),
         new_row((1, 2, "q4_k_m", 2), 124.65, "accepted"),
     )
-    row_split.notes = "llama-bench split_mode=row"
-    for row in (fake, row_split, real):
+    noted.notes = "llama-bench split_mode=row"
+    for row in (fake, noted, real):
         check_peers([row], stored, specs, {2: True}, layer_split={2})
     assert (fake.status, fake.reason) == ("outlier", SUPERLINEAR_SCALING)
-    assert (row_split.status, real.status) == ("accepted", "accepted")
+    assert (noted.status, noted.reason) == ("outlier", SUPERLINEAR_SCALING)
+    assert real.status == "accepted"
+
+
+def test_a_memory_bound_multi_gpu_run_no_faster_than_one_gpu_stays():
+    """A batch-1 decode over 2 GPUs (llm-inference: no quant or phase, memory-bound) may be no
+    faster than one GPU; only data-parallel (compute-bound) workloads flag that."""
+    stored = {(1, 3, "fp16", 1): 60.0}
+    specs = {1: GpuSpec(PeakRates(82.6, fp16_tensor=165.2), 1008.0)}
+    row = new_row((1, 3, "fp16", 2), 55.0, "accepted")
+    check_peers([row], stored, specs, {3: True})
+    assert (row.status, row.reason) == ("accepted", None)
