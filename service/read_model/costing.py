@@ -67,7 +67,7 @@ def costed(
         throughput,
         unit,
         costs,
-        platform_for(data.platforms, count, tdp_w, costs.host_power_w or 0.0),
+        platform_for(data.platforms, count, tdp_w),
         yearly_retention(data.history, slug, costs.horizon_years),
         included,
     )

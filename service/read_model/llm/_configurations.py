@@ -33,20 +33,24 @@ def options(
     framework: str,
     priced_only: bool,
     pool: Pool = Pool(),
+    whole_units: bool | None = None,
 ) -> list[LlmOption]:
-    """Every GPU's (of `pool`) fewest-GPU configuration that fits `ask` (unranked). What is
-    learned from measurements uses every GPU, whatever the pool.
+    """Every GPU's (of `pool`) fewest-GPU configuration that fits `ask` (unranked), counted in
+    whole units of what is sold (8 B200s on a baseboard) when bought (`whole_units`, by default
+    for priced options: a recommendation), else from one GPU (a ranking says what one does, as
+    rented). What is learned from measurements uses every GPU, whatever the pool.
 
     Computed once per ask shape and data (kept in `data.kept_options`): the memory fit and
     headroom of every GPU are most of an ask's time (about 10 ms of 11 for an 8B inference ask,
     in process), and asks that differ only in budget, limit, cost settings or sort share
     them."""
-    key = _options_key(data, ask, max_gpus, framework, priced_only, pool)
+    units = priced_only if whole_units is None else whole_units
+    key = _options_key(data, ask, max_gpus, framework, priced_only, pool, units)
     found = bounded(
         data.kept_options,
         MAX_KEPT_OPTIONS,
         key,
-        lambda: tuple(_options(ask, data, max_gpus, framework, priced_only, pool)),
+        lambda: tuple(_options(ask, data, max_gpus, framework, priced_only, pool, units)),
     )
     return list(found)
 
@@ -55,7 +59,7 @@ def ranked_options(
     ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, pool: Pool
 ) -> list[LlmOption]:
     """ranked(options(...)) of every GPU, priced or not (/rankings), kept alike."""
-    key = ("ranked", *_options_key(data, ask, max_gpus, framework, False, pool))
+    key = ("ranked", *_options_key(data, ask, max_gpus, framework, False, pool, False))
     found = bounded(
         data.kept_options,
         MAX_KEPT_OPTIONS,
@@ -82,6 +86,7 @@ def _options(
     framework: str,
     priced_only: bool,
     pool: Pool,
+    whole_units: bool,
 ) -> list[LlmOption]:
     learned = learn(data, ask.phase)
     measured = _measured_for(ask, data)
@@ -93,9 +98,7 @@ def _options(
             continue
         # a complete computer holds the model alone; copies of it serve independently
         # (with_replicas)
-        # bought (priced_only: a recommendation) in whole units of what is sold (8 B200s on a
-        # baseboard); a ranking says what one GPU of it does, as for a rented one
-        unit = gpu.unit_gpus if priced_only else 1
+        unit = gpu.unit_gpus if whole_units else 1  # bought: whole units of what is sold
         count = llm_fit.gpus_needed(
             ask, gpu.memory_gb, most_on_one_job(gpu.sold_as, max_gpus), unit
         )

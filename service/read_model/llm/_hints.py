@@ -125,7 +125,7 @@ def older_price(
         return limits.fast_enough(o) and limits.within_power(o)
 
     current = [_cost(o, data, limits.costs) for o in fitting if o.gpu.price and usable(o)]
-    every = options(ask, data, limits.max_gpus, framework, False, limits.pool)
+    every = options(ask, data, limits.max_gpus, framework, False, limits.pool, whole_units=True)
     stale = [
         o
         for o in every
