@@ -21,7 +21,8 @@ Design decisions:
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
   that exists, never an interpolated one), of those whose stated power supplies carry the
-  GPUs' TDP and the caller's host draw (`powers`); no box that holds them means 0 and `why` says so
+  GPUs' TDP (and, for a budget, the caller's host draw: `powers`); no box that holds them means
+  0 and `why` says so
   (/recommend does not offer such a count: recommend.within_budget); a
   caller's `platform_usd` replaces the table.
 - Budget: a buyer of one card puts it in the PC they have; N cards need an N-GPU box. So a
