@@ -6,6 +6,7 @@ m +- 1.4826 d (1.4826 x MAD estimates the standard deviation of normally distrib
 """
 
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal, get_args
 
 Precision = Literal[
@@ -84,6 +85,7 @@ Condition = Literal["new", "used", "msrp", "cloud"]  # price kinds: street new, 
 ConditionChoice = Literal["new", "used", "any"]  # what a purchase is priced at (cloud is per hour)
 
 MAD_TO_SIGMA = 1.4826
+NOMINAL_BAND = 0.8  # the coverage every answer's band is labelled with
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,11 @@ class Measurement:
     n: int
     mad: float
 
-    def band(self) -> tuple[float, float]:
-        """(low, high) = median -+ 1.4826 x MAD, never below zero."""
-        spread = MAD_TO_SIGMA * self.mad
+    def band(self, coverage: float = NOMINAL_BAND) -> tuple[float, float]:
+        """(low, high) = median -+ z x 1.4826 x MAD, never below zero, z the two-sided normal
+        quantile at `coverage` (1.28 at the answers' nominal 0.8). At -+1 sigma (68%) a
+        measured multi-GPU median's band had been labelled `band: 0.8` beside estimates whose
+        bands are 80% ones."""
+        z = NormalDist().inv_cdf(0.5 + coverage / 2)
+        spread = z * MAD_TO_SIGMA * self.mad
         return max(self.median - spread, 0.0), self.median + spread

@@ -39,7 +39,7 @@ def test_measured_gpu_gets_exactly_its_median():
     measured = {"c": est.Measurement(1500.0, 7, 20.0)}
     out = est.estimate_all(FLEET, measured, TRAIN)
     assert out["c"].value == 1500.0 and out["c"].basis == "measured" and out["c"].n == 7
-    assert out["c"].low == pytest.approx(1500 - 1.4826 * 20)
+    assert out["c"].low == pytest.approx(1500 - 1.2816 * 1.4826 * 20, rel=1e-4)  # 80% band
     assert out["a"].basis == "estimated" and out["a"].model == "spec-ratio"
 
 
@@ -339,3 +339,14 @@ def test_bounded_by_bytes_caps_estimates_and_keeps_measured_values() -> None:
     out = est.bounded_by_bytes(wide, narrow, 0.5)
     assert (out["a"].value, out["a"].low, out["a"].high) == (50.0, 40.0, 60.0)
     assert out["b"] == wide["b"] and out["c"] == wide["c"]
+
+
+def test_a_measured_band_is_an_80_percent_band_like_every_other():
+    """A measured median's band is median -+ z(0.8) x 1.4826 x MAD (z = 1.2816): the answers
+    label it `band: 0.8`, and at -+1 sigma it covered about 68%."""
+    from service.domain.vocabulary import Measurement
+
+    low, high = Measurement(100.0, 5, 10.0).band()
+    assert (100 - low) == pytest.approx(1.2816 * 14.826, rel=1e-4) == (high - 100)
+    assert Measurement(100.0, 5, 10.0).band(0.6827) == pytest.approx((85.174, 114.826), rel=1e-3)
+    assert Measurement(10.0, 3, 100.0).band()[0] == 0.0  # never below zero
