@@ -5,8 +5,8 @@ The MAD band lives here too: a measured median m with median absolute deviation 
 m +- 1.4826 d (1.4826 x MAD estimates the standard deviation of normally distributed values).
 """
 
+import math
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Literal, get_args
 
 Precision = Literal[
@@ -88,6 +88,18 @@ MAD_TO_SIGMA = 1.4826
 NOMINAL_BAND = 0.8  # the coverage every answer's band is labelled with
 
 
+def two_sided_z(coverage: float) -> float:
+    """Two-sided normal quantile for `coverage` (bisection on erf; no scipy): 1.28 at 0.8."""
+    lo, hi = 0.0, 10.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if math.erf(mid / math.sqrt(2)) < coverage:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Median, count and median absolute deviation (unscaled) of a group of results."""
@@ -101,6 +113,5 @@ class Measurement:
         quantile at `coverage` (1.28 at the answers' nominal 0.8). At -+1 sigma (68%) a
         measured multi-GPU median's band had been labelled `band: 0.8` beside estimates whose
         bands are 80% ones."""
-        z = NormalDist().inv_cdf(0.5 + coverage / 2)
-        spread = z * MAD_TO_SIGMA * self.mad
+        spread = two_sided_z(coverage) * MAD_TO_SIGMA * self.mad
         return max(self.median - spread, 0.0), self.median + spread

@@ -6,6 +6,8 @@ import math
 from collections.abc import Hashable
 from typing import Literal, TypeVar
 
+from service.domain.vocabulary import two_sided_z
+
 RESOURCES: tuple[str, ...] = ("tensor", "vector", "memory", "capacity")
 
 
@@ -78,13 +80,4 @@ def _clamp_rate(x: float) -> float:
     return min(max(x, RATE_MIN), RATE_MAX) if math.isfinite(x) else RATE_MIN
 
 
-def _z(coverage: float) -> float:
-    """Two-sided normal quantile for `coverage` (bisection on erf; no scipy)."""
-    lo, hi = 0.0, 10.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if math.erf(mid / math.sqrt(2)) < coverage:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+_z = two_sided_z  # a band's half-width in sigmas at a coverage
