@@ -142,21 +142,15 @@ def gpus_needed(ask: Ask, memory_gb: float, max_gpus: int, unit: int = 1) -> int
     brings: 8 for an HGX-8 platform), up to `max_gpus`; None when none does. A B200, sold only
     on 8-GPU baseboards, had been offered alone for Llama 3.1 70B in FP8 at $64,375, where
     /compare refuses one and a fixed workload's answer offers 8."""
-    needed = memory.gpus_needed(
+    return memory.gpus_needed(
         ask.model,
         capacity_gb(memory_gb),
         max_gpus,
+        unit,
         context=ask.context,
         batch=ask.batch,
         **ask.memory_kwargs(),
     )
-    if needed is None or unit <= 1:
-        return needed
-    split = memory.effective_split(None, ask.quant, ask.task)
-    for n in range(unit, max_gpus + 1, unit):  # more GPUs hold it too: memory per GPU falls
-        if n >= needed and memory.split_fits(ask.model, n, split):
-            return n
-    return None
 
 
 def headroom(ask: Ask, memory_gb: float, gpus: int) -> Headroom:

@@ -583,15 +583,16 @@ def split_fits(model: ModelSpec, gpus: int, split: SplitMode) -> bool:
 
 
 def gpus_needed(
-    model: ModelSpec, memory_gb_per_gpu: float, max_gpus: int = 8, **kwargs: Any
+    model: ModelSpec, memory_gb_per_gpu: float, max_gpus: int = 8, unit: int = 1, **kwargs: Any
 ) -> int | None:
-    """Fewest GPUs on which the per-GPU total fits; None when even max_gpus do not. Tensor
-    parallelism needs the attention heads divisible by N; a layer split (kwargs' `split`, or
-    split_for the format) takes any N up to the number of layers."""
+    """Fewest GPUs, in multiples of `unit` (the GPUs one purchase brings), on which the per-GPU
+    total fits; None when even max_gpus do not. Tensor parallelism needs the attention heads
+    divisible by N; a layer split (kwargs' `split`, or split_for the format) takes any N up to
+    the number of layers."""
     split = effective_split(
         kwargs.get("split"), kwargs.get("quant"), kwargs.get("task", "inference")
     )
-    for n in range(1, max_gpus + 1):
+    for n in range(max(unit, 1), max_gpus + 1, max(unit, 1)):
         if not split_fits(model, n, split):
             continue
         if memory_breakdown(model, gpus=n, **kwargs).total_gb <= memory_gb_per_gpu:
