@@ -88,7 +88,7 @@ def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list
 def _offered(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> list[LlmOption]:
     """The priced configurations of the pool that fit, with their copies in independent mode
     and, for training, more GPUs than the fewest that hold the model (with_more_gpus)."""
-    fitting = options(ask, data, limits.max_gpus, framework, True, limits.pool)
+    fitting = options(ask, data, limits.max_gpus, framework, True, limits.pool, whole_units=True)
     if limits.mode == "independent":
         return with_replicas(fitting, limits.max_gpus)
     key = ("more", *_options_key(data, ask, limits.max_gpus, framework, True, limits.pool))

@@ -33,24 +33,23 @@ def options(
     framework: str,
     priced_only: bool,
     pool: Pool = Pool(),
-    whole_units: bool | None = None,
+    whole_units: bool = False,
 ) -> list[LlmOption]:
     """Every GPU's (of `pool`) fewest-GPU configuration that fits `ask` (unranked), counted in
-    whole units of what is sold (8 B200s on a baseboard) when bought (`whole_units`, by default
-    for priced options: a recommendation), else from one GPU (a ranking says what one does, as
+    whole units of what is sold (8 B200s on a baseboard) when bought (`whole_units`: a
+    recommendation and its hints), else from one GPU (a ranking says what one does, as
     rented). What is learned from measurements uses every GPU, whatever the pool.
 
     Computed once per ask shape and data (kept in `data.kept_options`): the memory fit and
     headroom of every GPU are most of an ask's time (about 10 ms of 11 for an 8B inference ask,
     in process), and asks that differ only in budget, limit, cost settings or sort share
     them."""
-    units = priced_only if whole_units is None else whole_units
-    key = _options_key(data, ask, max_gpus, framework, priced_only, pool, units)
+    key = _options_key(data, ask, max_gpus, framework, priced_only, pool, whole_units)
     found = bounded(
         data.kept_options,
         MAX_KEPT_OPTIONS,
         key,
-        lambda: tuple(_options(ask, data, max_gpus, framework, priced_only, pool, units)),
+        lambda: tuple(_options(ask, data, max_gpus, framework, priced_only, pool, whole_units)),
     )
     return list(found)
 
