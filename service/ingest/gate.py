@@ -11,7 +11,7 @@ status changes of stored results (0 or 1), the aggregates (1), ids and COPY of t
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlmodel import Session
@@ -26,12 +26,11 @@ from service.domain.plausibility import (
     exceeds_peak,
     gpus_in_parallel,
     lacks_fp8_units,
-    splits_by_layers,
 )
 from service.domain.vocabulary import precisions_for
 from service.ingest.groups import evaluate_locked, lock_groups
 from service.ingest.known import read_known
-from service.ingest.peers import GpuSpec, check_peers
+from service.ingest.peers import GpuSpec, check_peers, workload_traits
 from service.ingest.rows import GroupKey, NewRow
 from service.ingest.store import insert_results
 from service.models import ApiKey, Gpu, Workload, utcnow
@@ -103,8 +102,10 @@ def _new_rows(
     gpus: Mapping[str, Gpu],
     workloads: Mapping[str, Workload],
     submitter_id: int | None,
+    layer_split: Collection[int],
 ) -> list[NewRow]:
-    """The batch as result rows, each with its physics verdict."""
+    """The batch as result rows, each with its physics verdict; `layer_split`: the workload
+    ids whose multi-GPU decode reads its GPUs in turn (peers.workload_traits)."""
     now = utcnow()
     # What each row needs of its GPU and workload, read off the ORM objects once per batch.
     gpu_of = {
@@ -117,7 +118,7 @@ def _new_rows(
             w.flops_per_unit,
             decode_bytes_floor_of(w.model, w.quant, w.phase),
             bool(w.model) and w.memory_bound,  # an LLM's decode: FP8 weights run weight-only
-            splits_by_layers(w.quant, w.phase),
+            w.id in layer_split,
         )
         for slug, w in workloads.items()
     }
@@ -183,17 +184,17 @@ def store_results(
     device_string and system: importers and the seed know them, a plain JSON post does not.
     """
     gpus, workloads = _resolve(session, items)
-    rows = _new_rows(items, provenance or [{}] * len(items), gpus, workloads, submitter.id)
+    memory_bound, layer_split = workload_traits(
+        (w.id, w.memory_bound, w.quant, w.phase) for w in workloads.values()
+    )
+    extras = provenance or [{}] * len(items)
+    rows = _new_rows(items, extras, gpus, workloads, submitter.id, layer_split)
     possible = [row for row in rows if row.status == "accepted"]
     # Lock every group a row may still join, then read what the peers and statistics steps need
     # in one statement; rows the peers step flags leave their group's lock unused.
     lock_groups(session, sorted({row.group for row in possible}))
     known = read_known(session, {row.workload_id for row in possible})
     specs = {**known.specs, **_batch_specs(gpus.values())}
-    memory_bound = {w.id: w.memory_bound for w in workloads.values() if w.id is not None}
-    layer_split = {
-        w.id for w in workloads.values() if w.id is not None and splits_by_layers(w.quant, w.phase)
-    }
     check_peers(possible, known.medians, specs, memory_bound, layer_split)
     by_group: dict[GroupKey, list[NewRow]] = defaultdict(list)
     for row in possible:

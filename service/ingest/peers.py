@@ -44,6 +44,7 @@ from service.domain.plausibility import (
     peak_tflops,
     slower_than_fp32,
     slower_than_fp32_on_fewer_gpus,
+    splits_by_layers,
     superlinear,
 )
 from service.ingest.rows import GroupKey, NewRow
@@ -166,6 +167,22 @@ def _slower_than_fp32(
         return False
     k = fewer[-1]
     return slower_than_fp32_on_fewer_gpus(value, prec, count, k, medians[(gid, wid, "fp32", k)])
+
+
+def workload_traits(
+    workloads: Iterable[tuple[int | None, bool, str | None, str | None]],
+) -> tuple[dict[int, bool], set[int]]:
+    """(id, memory_bound, quant, phase) of workloads as check_peers takes them: memory-bound per
+    workload id, and the ids whose multi-GPU runs split by layers (splits_by_layers)."""
+    memory_bound: dict[int, bool] = {}
+    layer_split: set[int] = set()
+    for wid, bound, quant, phase in workloads:
+        if wid is None:
+            continue
+        memory_bound[wid] = bound
+        if splits_by_layers(quant, phase):
+            layer_split.add(wid)
+    return memory_bound, layer_split
 
 
 def check_peers(

@@ -24,10 +24,9 @@ from collections.abc import Collection
 
 from sqlmodel import Session, col, select
 
-from service.domain.plausibility import splits_by_layers
 from service.ingest.groups import lock_groups, refresh_groups
 from service.ingest.known import read_known
-from service.ingest.peers import check_peers
+from service.ingest.peers import check_peers, workload_traits
 from service.ingest.rows import GroupKey, NewRow
 from service.models import Result, Workload, utcnow
 
@@ -71,13 +70,9 @@ def rejudge_peers(session: Session, submitter_ids: Collection[int]) -> list[Resu
     lock_groups(session, sorted({row.group for row in rows}))
     # an accepted row's group has an aggregate, so known.specs holds every GPU judged here
     known = read_known(session, {r.workload_id for r in stored})
-    traits = session.exec(
-        select(Workload.id, Workload.memory_bound, Workload.quant, Workload.phase)
-    ).all()
-    memory_bound = {wid: bound for wid, bound, _, _ in traits if wid is not None}
-    layer_split = {
-        wid for wid, _, quant, phase in traits if wid is not None and splits_by_layers(quant, phase)
-    }
+    memory_bound, layer_split = workload_traits(
+        session.exec(select(Workload.id, Workload.memory_bound, Workload.quant, Workload.phase))
+    )
     check_peers(rows, {}, known.specs, memory_bound, layer_split)  # the corpus judges itself
     flagged: list[Result] = []
     groups: set[GroupKey] = set()
