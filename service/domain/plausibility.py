@@ -253,6 +253,24 @@ def no_faster_than_one_gpu(value: float, gpu_count: int, single_gpu_median: floa
     return value <= single_gpu_median
 
 
+# The same contradiction from the other side: one GPU claiming at least what N > 1 of the same
+# GPU measured together on a data-parallel workload. Judged against the stored accepted N-GPU
+# medians only (never a batch's own: a batch holding a failed N-GPU run and its GPU's one-GPU
+# run flags the N-GPU one, no_faster_than_one_gpu), so a cited cell is never flagged by what is
+# posted after it. Five posts of 1,500 img/s for an RTX 3070 on ResNet-50 fp16 had made
+# Lambda's one-GPU 419 an outlier by the statistics step and ranked the 3070 first, where
+# Lambda's own 2-, 4- and 8-GPU cells of the card measure 808, 1,620 and 3,117.
+FASTER_THAN_MULTI_GPU = "faster_than_multi_gpu"
+
+
+def faster_than_multi_gpu(value: float, gpu_count: int, multi_gpu_median: float | None) -> bool:
+    """True when a one-GPU run gives at least the median of N > 1 of the same GPU (the lowest
+    stored N-GPU median of a data-parallel workload)."""
+    if gpu_count != 1 or multi_gpu_median is None or multi_gpu_median <= 0:
+        return False
+    return value >= multi_gpu_median
+
+
 def superlinear(
     value: float, gpu_count: int, single_gpu_median: float | None, in_parallel: int | None = None
 ) -> bool:

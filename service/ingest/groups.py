@@ -44,6 +44,7 @@ STICKY_REASONS = (
     "superlinear_scaling",
     "slower_than_fp32",
     "no_faster_than_one_gpu",
+    "faster_than_multi_gpu",
 )
 FULL_PASS_BELOW = 64
 REEVALUATE_GROWTH = 1.25

@@ -1,6 +1,6 @@
 """The peers step of the gate: a result is judged against what other GPUs measured.
 
-Runs after physics and before statistics. Three checks, all from service.domain.plausibility:
+Runs after physics and before statistics. The checks, all from service.domain.plausibility:
 
 - implausible_vs_peers: per-GPU efficiency far beyond the best other GPU's on the same
   workload and precision (even when the result starts a group of one);
@@ -8,6 +8,9 @@ Runs after physics and before statistics. Three checks, all from service.domain.
 - no_faster_than_one_gpu: N data-parallel GPUs giving at most the same GPU's 1-GPU median (a
   failed run; not for a workload llama.cpp splits by layers, nor a memory-bound one: a batch-1
   decode over N GPUs, split by layers or tensor-parallel without P2P, may be no faster);
+- faster_than_multi_gpu: one GPU giving at least the same GPU's stored N-GPU median on a
+  data-parallel workload (the other side of no_faster_than_one_gpu, judged against stored
+  medians only, so what is posted never flags a cited cell);
 - slower_than_fp32: a reduced-precision run below half the same GPU's FP32 median on the same
   workload and GPU count (a failed run: Lambda's RTX A4000 WaveGlow fp16 column); where that
   count has no FP32 median, per GPU below a quarter of the FP32 per-GPU median at the largest
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from statistics import median
 
 from service.domain.plausibility import (
+    FASTER_THAN_MULTI_GPU,
     IMPLAUSIBLE_VS_PEERS,
     NO_FASTER_THAN_ONE_GPU,
     SLOWER_THAN_FP32,
@@ -38,6 +42,7 @@ from service.domain.plausibility import (
     Efficiency,
     PeakRates,
     efficiency_at,
+    faster_than_multi_gpu,
     gpus_in_parallel,
     implausible_vs_peers,
     no_faster_than_one_gpu,
@@ -50,6 +55,7 @@ from service.domain.plausibility import (
 from service.ingest.rows import GroupKey, NewRow
 
 PairKey = tuple[int, str]  # workload_id, precision
+GroupKey3 = tuple[int, int, str]  # gpu_id, workload_id, precision
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,16 @@ def _leaders(
     return {pair: _Leaders(gpus, bandwidth[pair]) for pair, gpus in compute.items()}
 
 
+def _fewest_gpus_together(stored: Mapping[GroupKey, float]) -> dict[GroupKey3, float]:
+    """(gpu, workload, precision) -> the lowest stored median of more than one of that GPU."""
+    out: dict[GroupKey3, float] = {}
+    for (gid, wid, prec, count), value in stored.items():
+        key = (gid, wid, prec)
+        if count > 1 and (key not in out or value < out[key]):
+            out[key] = value
+    return out
+
+
 def _fp32_counts(medians: Mapping[GroupKey, float]) -> dict[tuple[int, int], list[int]]:
     """(gpu, workload) -> GPU counts with an FP32 median, ascending."""
     out: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -206,6 +222,7 @@ def check_peers(
     in_turn = {wid for wid in layer_split if memory_bound.get(wid, False)}
     leaders = _leaders(medians, eff, in_turn)
     fp32_counts = _fp32_counts(medians)
+    together = _fewest_gpus_together(stored_medians)
     for row in candidates:
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
         single = medians.get((gid, wid, prec, 1))
@@ -213,10 +230,14 @@ def check_peers(
         if superlinear(row.value, count, single, parallel):
             row.status, row.reason = "outlier", SUPERLINEAR_SCALING
             continue
-        if not (wid in layer_split or memory_bound[wid]) and no_faster_than_one_gpu(
-            row.value, count, single
-        ):
+        data_parallel = not (wid in layer_split or memory_bound[wid])
+        if data_parallel and no_faster_than_one_gpu(row.value, count, single):
             row.status, row.reason = "outlier", NO_FASTER_THAN_ONE_GPU
+            continue
+        if data_parallel and faster_than_multi_gpu(
+            row.value, count, together.get((gid, wid, prec))
+        ):
+            row.status, row.reason = "outlier", FASTER_THAN_MULTI_GPU
             continue
         if _slower_than_fp32(row.value, gid, wid, prec, count, medians, fp32_counts):
             row.status, row.reason = "outlier", SLOWER_THAN_FP32

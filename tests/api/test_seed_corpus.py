@@ -274,3 +274,43 @@ def test_a_posted_result_never_makes_seeded_cells_outliers_at_the_next_seed(db, 
     post_results(client, keys, "nvidia-rtx-3070", [1500.0 + i for i in range(5)])
     seed(db)
     assert two_gpu_statuses() == before
+
+
+def test_one_submitter_cannot_outvote_a_cited_one_gpu_result_its_own_multi_gpu_cells_refute(
+    db, client, keys
+):
+    """Five posted one-GPU runs of an RTX 3070 at 1,500 img/s on ResNet-50 fp16 had made
+    Lambda's 419 an outlier (the statistics step: five against one) and ranked the 3070 first.
+    Lambda's cells of the same card measure 808 on two GPUs: one GPU claiming more is refused,
+    with its reason, and the cited result and the ranking keep their values."""
+    from tests.api.test_recommend import post_results
+
+    seed(db)
+
+    def ranked():
+        items = client.get(
+            "/rankings", params={"workload": "resnet50-train", "precision": "fp16"}
+        ).json()["items"]
+        row = next(i for i in items if i["gpu"] == "nvidia-rtx-3070")
+        return row["throughput"], row["basis"], [i["gpu"] for i in items].index(row["gpu"])
+
+    before = ranked()
+    post_results(client, keys, "nvidia-rtx-3070", [1500.0 + i for i in range(5)])
+    with Session(db) as s:
+        gpu = s.exec(select(Gpu).where(Gpu.slug == "nvidia-rtx-3070")).one()
+        wl = s.exec(select(Workload).where(Workload.slug == "resnet50-train")).one()
+        one_gpu = s.exec(
+            select(Result).where(
+                Result.gpu_id == gpu.id,
+                Result.workload_id == wl.id,
+                Result.precision == "fp16",
+                Result.gpu_count == 1,
+            )
+        ).all()
+    verdicts = Counter((r.value, r.status, r.reason) for r in one_gpu)
+    assert verdicts[(419.0, "accepted", None)] == 1
+    posted = [(v, st, why) for (v, st, why) in verdicts if v >= 1500.0]
+    assert len(posted) == 5
+    assert {(st, why) for _, st, why in posted} == {("outlier", "faster_than_multi_gpu")}
+    assert ranked() == before
+    assert before[0] == 419.0 and before[1] == "measured"

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.domain.plausibility import (
+    FASTER_THAN_MULTI_GPU,
     IMPLAUSIBLE_VS_PEERS,
     NO_FASTER_THAN_ONE_GPU,
     SLOWER_THAN_FP32,
@@ -16,6 +17,7 @@ from service.domain.plausibility import (
     PeakRates,
     best_efficiency,
     efficiency,
+    faster_than_multi_gpu,
     implausible_vs_peers,
     no_faster_than_one_gpu,
     slower_than_fp32,
@@ -71,6 +73,12 @@ def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
         data_parallel = not (wid in layer_split or memory_bound[wid])
         if data_parallel and no_faster_than_one_gpu(row.value, count, one):
             verdicts[i] = NO_FASTER_THAN_ONE_GPU
+            continue
+        together = [
+            v for (g, w, p, c), v in stored.items() if (g, w, p) == (gid, wid, prec) and c > 1
+        ]
+        if data_parallel and faster_than_multi_gpu(row.value, count, min(together, default=None)):
+            verdicts[i] = FASTER_THAN_MULTI_GPU
             continue
         fp32 = medians.get((gid, wid, "fp32", count))
         fewer = [c for (g, w, p, c) in medians if (g, w, p) == (gid, wid, "fp32") and c < count]
@@ -243,3 +251,52 @@ def test_a_memory_bound_multi_gpu_run_no_faster_than_one_gpu_stays():
     row = new_row((1, 3, "fp16", 2), 55.0, "accepted")
     check_peers([row], stored, specs, {3: True})
     assert (row.status, row.reason) == ("accepted", None)
+
+
+def test_one_gpu_at_least_as_fast_as_its_stored_multi_gpu_cells_is_refused():
+    """Five posts of 1,500 img/s for an RTX 3070 on ResNet-50 fp16 against Lambda's cells of
+    the card (419 on one GPU, 808 on two, 1,620 on four): one GPU claiming more than two of it
+    measured together. 450 (a faster run than Lambda's) passes; a layer-split decode (workload
+    2), where one GPU may beat two, is left alone."""
+    stored = {
+        (1, 1, "fp16", 1): 419.0,
+        (1, 1, "fp16", 2): 808.0,
+        (1, 1, "fp16", 4): 1620.0,
+        (1, 2, "q4_k_m", 2): 120.0,
+    }
+    specs = {1: GpuSpec(PeakRates(20.3, fp16_tensor=81.3, int8=162.6), 448.0)}
+    rows = [new_row((1, 1, "fp16", 1), 1500.0, "accepted") for _ in range(5)]
+    rows += [
+        new_row((1, 1, "fp16", 1), 808.0, "accepted"),
+        new_row((1, 1, "fp16", 1), 450.0, "accepted"),
+        new_row((1, 2, "q4_k_m", 1), 130.0, "accepted"),
+    ]
+    check_peers(rows, stored, specs, {1: False, 2: True}, layer_split={2})
+    assert [(r.status, r.reason) for r in rows] == [("outlier", FASTER_THAN_MULTI_GPU)] * 6 + [
+        ("accepted", None),
+        ("accepted", None),
+    ]
+
+
+def test_a_batch_own_multi_gpu_run_never_refuses_its_one_gpu_run():
+    """A batch with a failed 4-GPU run and its GPU's one-GPU run (a lab posting a sweep, or the
+    seed's corpus): the 4-GPU run is the outlier (no_faster_than_one_gpu), the one-GPU run stays."""
+    specs = {1: GpuSpec(PeakRates(35.6, tf32_tensor=35.6), 936.0)}
+    single, failed = (
+        new_row((1, 1, "fp32", 1), 24.0, "accepted"),
+        new_row((1, 1, "fp32", 4), 16.0, "accepted"),
+    )
+    check_peers([single, failed], {}, specs, {1: False})
+    assert (single.status, failed.status, failed.reason) == (
+        "accepted",
+        "outlier",
+        NO_FASTER_THAN_ONE_GPU,
+    )
+
+
+def test_faster_than_multi_gpu_needs_one_gpu_and_a_stored_multi_gpu_median():
+    assert faster_than_multi_gpu(808.0, 1, 808.0)
+    assert not faster_than_multi_gpu(807.9, 1, 808.0)
+    assert not faster_than_multi_gpu(5000.0, 2, 808.0)  # a 2-GPU row: other rules judge it
+    assert not faster_than_multi_gpu(5000.0, 1, None)
+    assert not faster_than_multi_gpu(5000.0, 1, 0.0)
