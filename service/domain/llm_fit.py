@@ -181,6 +181,45 @@ def decode_bytes_floor(model: memory.ModelSpec, quant: memory.Quantization) -> f
     return max(layers, 0.0) * quant.bits_per_weight / 8
 
 
+def decode_ceiling_tokens_per_s(
+    model: memory.ModelSpec,
+    quant: memory.Quantization,
+    context: float,
+    batch: int,
+    bandwidth_gbs: float,
+    in_parallel: int = 1,
+) -> float:
+    """Tokens/s no decode of `batch` sequences at `context` tokens can pass: `in_parallel` GPUs'
+    datasheet bandwidth over the least bytes a step reads (the layers' weights a token runs
+    through, decode_bytes_floor, and every sequence's KV). A layer split's GPUs read their
+    layers in turn (in_parallel 1); a tensor-parallel one's at once, each its share."""
+    step = decode_bytes_floor(model, quant) + memory.kv_cache_bytes_per_token(model) * (
+        context * batch
+    )
+    if not (step > 0 and bandwidth_gbs > 0):
+        return math.inf
+    return in_parallel * bandwidth_gbs * 1e9 * batch / step
+
+
+def held_to_ceiling(
+    value: float, low: float, high: float, ceiling: float, envelope: float | None
+) -> tuple[float, float, float]:
+    """An estimate and its band held below a physics `ceiling` as the throughput model holds
+    its own (service/domain/throughput_model/_ceilings.py): the value claims no more of it than
+    the best measured GPU reached on the reference workload (`envelope`, a share; the band keeps
+    its width around it), never the ceiling itself, and the band stops at the ceiling, keeping
+    its width below it."""
+    if not (math.isfinite(ceiling) and ceiling > 0 and value > 0):
+        return value, low, high
+    if envelope is not None and value > envelope * ceiling:
+        scale = envelope * ceiling / value
+        value, low, high = value * scale, low * scale, high * scale
+    if value > ceiling:
+        below = math.log(value / low) if low > 0 else 0.0
+        value, low, high = ceiling, ceiling * math.exp(-2 * below), ceiling
+    return value, low, min(high, ceiling)
+
+
 def roofline_tokens_per_s(
     model: memory.ModelSpec,
     quant: memory.Quantization,

@@ -280,6 +280,11 @@ class EstimateModel:
         that workload's pooled run-to-run noise."""
         return self.fitted.single_result_half_width(model_key(workload.slug, precision))
 
+    def envelope(self, workload: Workload, precision: str) -> float | None:
+        """The largest share of its binding ceiling any measured GPU reached on (workload,
+        precision) (the fit's measured envelope); None where it has none."""
+        return self.fitted.envelope.get(model_key(workload.slug, precision))
+
     def estimates(self, workload: Workload, precision: str) -> dict[str, est.Estimate]:
         """Every GPU's single-GPU estimate for (workload, precision), by slug; none for a GPU
         without the units the precision needs unless it was measured at it, alone or in an

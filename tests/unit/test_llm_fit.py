@@ -321,3 +321,34 @@ def test_context_move_half_width_pairs_token_counts_of_one_model_and_format_on_o
     assert llm_fit.context_move_half_width(points, 0.8) == pytest.approx(math.log(1.5))
     assert llm_fit.context_move_half_width(points, 0.4) == pytest.approx(0.0)
     assert llm_fit.context_move_half_width(points[-1:], 0.8) == 0.0
+
+
+def test_the_decode_ceiling_is_bandwidth_over_layer_weights_and_kv():
+    """Llama 3.1 8B in FP8 at 4,096 tokens on an L4 (300 GB/s): 6.98 G layer parameters at one
+    byte, 0.54 GB of KV: 40.0 tokens/s; two tensor-parallel GPUs read at once (twice), a batch
+    of 4 shares the weights and reads four sequences' KV."""
+    spec, fp8 = llm.models()["llama-3.1-8b"], llm.quantization("fp8")
+    layers = spec.params_b * 1e9 - 2 * spec.vocab * spec.hidden
+    kv = 2 * spec.layers * spec.kv_heads * spec.head_dim * 2 * 4096
+    one = llm_fit.decode_ceiling_tokens_per_s(spec, fp8, 4096, 1, 300.0)
+    assert one == pytest.approx(300e9 / (layers + kv))
+    assert 39.5 < one < 40.5
+    assert llm_fit.decode_ceiling_tokens_per_s(spec, fp8, 4096, 1, 300.0, 2) == pytest.approx(
+        2 * one
+    )
+    assert llm_fit.decode_ceiling_tokens_per_s(spec, fp8, 4096, 4, 300.0) == pytest.approx(
+        4 * 300e9 / (layers + 4 * kv)
+    )
+
+
+def test_an_estimate_is_held_below_its_ceiling_as_the_throughput_model_holds_its_own():
+    # within the envelope: only the band's top stops at the ceiling
+    assert llm_fit.held_to_ceiling(30.0, 20.0, 45.0, 40.0, 0.8) == (30.0, 20.0, 40.0)
+    # beyond the envelope: the value and its band move down together
+    value, low, high = llm_fit.held_to_ceiling(36.0, 24.0, 54.0, 40.0, 0.75)
+    assert value == pytest.approx(30.0) and low == pytest.approx(20.0) and high == 40.0
+    # no envelope, beyond the ceiling: the value stops there, the band keeps its width below
+    value, low, high = llm_fit.held_to_ceiling(50.0, 25.0, 80.0, 40.0, None)
+    assert (value, high) == (40.0, 40.0) and low == pytest.approx(40.0 / 4)
+    # no ceiling known: unchanged
+    assert llm_fit.held_to_ceiling(50.0, 25.0, 80.0, math.inf, 0.8) == (50.0, 25.0, 80.0)

@@ -20,6 +20,7 @@ from service.read_model.llm._throughput import (
     _reference_estimate,
     _reference_source,
     _transfer,
+    held_to_decode_ceiling,
     learn,
     runs_format,
 )
@@ -118,6 +119,8 @@ def _options(
                 ask, gpu, count, learned, data, framework
             )
             basis = "estimated"
+        if basis == "estimated":
+            value, low, high = held_to_decode_ceiling(ask, gpu, count, (value, low, high), data)
         if not (math.isfinite(value) and value > 0):
             continue
         reference = _reference_estimate(kind, data, gpu.slug)  # None for a measured value

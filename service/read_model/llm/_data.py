@@ -124,6 +124,9 @@ class DecodeReference:
     # the frameworks of the workload's accepted results (llama.cpp for llama-bench's): a value
     # moved from it to another format keeps that engine's per-token costs, and says so
     frameworks: tuple[str, ...] = ()
+    # the largest share of its bandwidth ceiling any GPU measured on the workload reached (the
+    # throughput model's measured envelope); None with too few measured GPUs
+    envelope: float | None = None
 
 
 @dataclass(frozen=True)

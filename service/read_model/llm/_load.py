@@ -122,6 +122,7 @@ def decode_reference(
         model=other[0] if other else None,
         quant=other[1] if other else None,
         frameworks=tuple(sorted(frameworks)),
+        envelope=model.envelope(workload, best.precision),
     )
 
 
