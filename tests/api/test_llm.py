@@ -1257,3 +1257,25 @@ def test_no_decode_band_passes_what_the_bandwidth_allows(db, client, ask):
         ceiling = at_once * gpu["memory_bandwidth_gbs"] * 1e9 / (layer_bytes + kv_bytes)
         assert i["throughput_high"] <= ceiling * (1 + 1e-9), (i["gpu"], i["count"], ceiling)
         assert i["throughput"] <= 0.9 * ceiling, (i["gpu"], i["count"], ceiling)
+
+
+def test_a_model_ask_ranking_is_in_throughput_order_as_a_fixed_workloads_is(db, client):
+    """/rankings by performance lists the values in order: /recommend's tie-break inside
+    overlapping bands (fewer GPUs, more headroom first) had put an H100 SXM (164 tokens/s)
+    twelfth, below an H20 (140), on Qwen3 30B-A3B Q4_K_M at 32k tokens."""
+    from service.catalog.seed import seed
+
+    seed(db)
+    for ask in (
+        {"model": "qwen3-30b-a3b", "quant": "q4_k_m", "context": 32768},
+        {"model": "llama-3.1-70b", "quant": "q4_k_m"},
+        {"model": "llama-3.1-8b", "task": "qlora"},
+    ):
+        items = _every_ranked(client, ask)
+        values = [i["throughput"] for i in items]
+        assert len(values) > 20 and values == sorted(values, reverse=True), ask
+        assert [i["rank"] for i in items] == list(range(1, len(items) + 1))
+    fixed = _every_ranked(client, {"workload": "resnet50-train"})
+    assert [i["throughput"] for i in fixed] == sorted(
+        (i["throughput"] for i in fixed), reverse=True
+    )
