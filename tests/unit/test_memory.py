@@ -221,3 +221,16 @@ def test_sharded_training_keeps_whole_sequences_per_gpu():
     assert eight.total_gb > 10.0 * 2**30 / 1e9  # more than a 10 GiB card holds
     batch8 = m.memory_breakdown(model, "qlora", nf4, context=4096, batch=8, gpus=4)
     assert batch8.activations == pytest.approx(2 * one_seq)  # 8 sequences over 4 GPUs
+
+
+@pytest.mark.parametrize(("name", "bits"), [("fp8", 8), ("int8", 8), ("nvfp4", 4.5)])
+def test_linear_only_formats_keep_embeddings_and_lm_head_at_16_bits(name, bits):
+    """FP8, W8A8 and NVFP4 checkpoints quantize the Linear layers (llm-compressor's `targets:
+    Linear, ignore: [lm_head]`; ModelOpt's `exclude_modules: [lm_head]`): Llama 3.1 8B's two
+    128,256 x 4,096 tables stay bf16, 1.05 GB more than at one byte each in FP8."""
+    model = MODELS["llama-3.1-8b"]
+    tables = 2 * model.vocab * model.hidden
+    b = m.memory_breakdown(model, "inference", q(name), context=1)
+    expected = (model.params_b * 1e9 - tables) * bits / 8 + tables * 2
+    assert b.weights == pytest.approx(expected, rel=1e-9)
+    assert b.weights > model.params_b * 1e9 * bits / 8 + 0.5 * m.GB
