@@ -40,7 +40,7 @@ def render_fit(ask: llm_fit.Ask, max_gpus: int = 8) -> str:
     lines.append(f"GPUs that fit ({split}, at most {max_gpus}):")
     for n, mem, slug, room, per_gpu in fits:
         lines.append(
-            f"  {n} x {slug:<36} {llm_fit.capacity_gb(mem):6.2f} GB ({mem:g} GiB) each, needs "
+            f"  {n} x {slug:<36} {ask.usable_gb(mem):6.2f} GB usable ({mem:g} GiB) each, needs "
             f"{per_gpu:6.2f} GB per GPU; max context {room.max_context}, max batch {room.max_batch}"
         )
     if not fits:

@@ -9,6 +9,12 @@ out-of-memory the XiongjieDai llama.cpp tables publish for catalog models (tests
 test_llm_fit.py): 8B F16 fits a 16 GB card at 4096 tokens and not at 8192, as measured. A
 catalog `memory_gb` is the vendor's figure, which for GPU memory is
 binary (a "24 GB" RTX 4090 has 24 GiB = 25.8e9 bytes), so capacity = memory_gb x 2^30 bytes.
+A tensor-parallel serving engine takes a share of it (Ask.usable_gb): vLLM allocates
+`--gpu-memory-utilization` of each GPU, 0.9 by default (docs.vllm.ai, Engine Arguments), for
+the weights, activations and KV cache it holds, and the rest stays with the CUDA context, NCCL
+and CUDA graphs. Counted whole, DeepSeek-R1 in FP8 had fit 8 x H100 PCIe with 1.2 GB a GPU
+spare, where serving it takes 8 H200s or two 8-GPU H100 nodes. llama.cpp (a GGUF file's layer
+split) and training allocate what they need, and keep the whole capacity.
 
 Throughput, tokens/s, by the best basis available:
 1. measured: the median of accepted results of this model (or one of the same shape, e.g.
@@ -75,6 +81,9 @@ from service.domain.throughput_model import conformal_quantile
 from service.domain.vocabulary import MAD_TO_SIGMA
 
 GIB = 2**30
+# vLLM's --gpu-memory-utilization default: the share of each GPU's memory it allocates for
+# weights, activations and KV cache (docs.vllm.ai, Engine Arguments; module docstring)
+SERVING_MEMORY_FRACTION = 0.9
 MIN_LOG_BAND = math.log1p(0.1)  # a band learned from few GPUs is never narrower than +-10%
 
 
@@ -116,6 +125,14 @@ class Ask:
             "gradient_checkpointing": self.gradient_checkpointing,
         }
 
+    def usable_gb(self, memory_gb: float) -> float:
+        """GB of one GPU the ask's runtime may fill: a tensor-parallel serving engine's share
+        of the capacity (SERVING_MEMORY_FRACTION), else all of it (module docstring)."""
+        capacity = capacity_gb(memory_gb)
+        if memory.split_for(self.quant, self.task) == "tensor":
+            return capacity * SERVING_MEMORY_FRACTION
+        return capacity
+
     def breakdown(self, gpus: int = 1) -> memory.MemoryBreakdown:
         return memory.memory_breakdown(
             self.model,
@@ -144,7 +161,7 @@ def gpus_needed(ask: Ask, memory_gb: float, max_gpus: int, unit: int = 1) -> int
     /compare refuses one and a fixed workload's answer offers 8."""
     return memory.gpus_needed(
         ask.model,
-        capacity_gb(memory_gb),
+        ask.usable_gb(memory_gb),
         max_gpus,
         unit,
         context=ask.context,
@@ -154,7 +171,7 @@ def gpus_needed(ask: Ask, memory_gb: float, max_gpus: int, unit: int = 1) -> int
 
 
 def headroom(ask: Ask, memory_gb: float, gpus: int) -> Headroom:
-    cap = capacity_gb(memory_gb)
+    cap = ask.usable_gb(memory_gb)
     kwargs = {**ask.memory_kwargs(), "gpus": gpus}
     return Headroom(
         memory.max_context_that_fits(ask.model, cap, batch=ask.batch, **kwargs),

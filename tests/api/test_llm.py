@@ -344,7 +344,11 @@ def test_fit_command_prints_the_breakdown_and_counts():
     # a GGUF file splits by layers: three 16 GiB cards hold what four would by heads
     assert "split by layers" in result.output and "3 x nvidia-rtx-4080 " in result.output
     # a card's capacity in the unit of the need, and its binary size
-    assert re.search(r"2 x nvidia-rtx-4090 +25\.77 GB \(24 GiB\) each", result.output)
+    assert re.search(r"2 x nvidia-rtx-4090 +25\.77 GB usable \(24 GiB\) each", result.output)
+    # a tensor-parallel serving engine fills 90% of a card (vLLM's default)
+    fp8 = CliRunner().invoke(cli_app, ["fit", "--model", "llama-3.1-70b", "--quant", "fp8"])
+    assert fp8.exit_code == 0, fp8.output
+    assert re.search(r"x nvidia-rtx-4090 +23\.19 GB usable \(24 GiB\) each", fp8.output)
     unknown = CliRunner().invoke(cli_app, ["fit", "--model", "llama-3.1-7b"])
     assert unknown.exit_code == 2 and "llama-3.1-8b" in unknown.output
 
@@ -717,7 +721,10 @@ def test_the_why_states_capacity_in_the_unit_of_the_need(client):
         capacity = llm_fit.capacity_gb(row["memory_gb"])
         assert have == pytest.approx(capacity, abs=0.05)
         assert f"({row['memory_gb']:g} GiB)" in row["why"]
-        assert need <= have + 0.05 and spare == pytest.approx(max(have - need, 0), abs=0.11)
+        # bf16 runs tensor-parallel: the serving engine's 90% of the card is what it may fill
+        usable = float(re.search(r"([\d.]+) GB of them for a serving engine", row["why"]).group(1))
+        assert usable == pytest.approx(0.9 * capacity, abs=0.05)
+        assert need <= usable + 0.05 and spare == pytest.approx(max(usable - need, 0), abs=0.11)
 
 
 def test_the_smaller_format_hint_also_names_the_q4_k_m_floor_and_its_pick(client, keys):
@@ -1279,3 +1286,22 @@ def test_a_model_ask_ranking_is_in_throughput_order_as_a_fixed_workloads_is(db, 
     assert [i["throughput"] for i in fixed] == sorted(
         (i["throughput"] for i in fixed), reverse=True
     )
+
+
+def test_a_serving_engine_fills_ninety_percent_of_each_gpu(client):
+    """DeepSeek-R1 in FP8 needs 84.9 GB per GPU over 8: counted against all of an 80 GiB H100
+    (85.9 GB) it had fit with 1.0 GB spare, where vLLM fills 90% of each GPU by default and
+    serving it takes 8 x H200 or two H100 nodes. A GGUF file's layer split (llama.cpp) fills
+    the whole card."""
+    ask = {"model": "deepseek-r1", "quant": "fp8", "max_gpus": 8}
+    items = _every_ranked(client, ask)
+    gpus = {i["gpu"] for i in items}
+    assert "nvidia-h100-sxm" not in gpus and "nvidia-h100-pcie" not in gpus
+    assert "nvidia-h200" in gpus
+    for i in items:
+        usable = 0.9 * llm_fit.capacity_gb(i["memory_gb"])
+        assert i["memory_needed_gb"] <= usable + 1e-6, i
+    gguf = {"model": "llama-3.1-70b", "quant": "q4_k_m", "max_gpus": 2, "context": 12288}
+    two = _item(client, gguf, "nvidia-rtx-4090")
+    assert two["count"] == 2
+    assert 0.9 < two["memory_needed_gb"] / llm_fit.capacity_gb(24) < 1

@@ -21,9 +21,16 @@ def why(
     faster option ranks below it, `faster_below`, why)."""
     what = _what(o, ask.phase)
     capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
+    usable = ask.usable_gb(o.gpu.memory_gb)
+    engine = (
+        f" ({usable:.1f} GB of them for a serving engine: vLLM's default 90%)"
+        if usable < capacity
+        else ""
+    )
     need = (
         f"needs {o.breakdown.total_gb:.1f} GB per GPU of its {capacity:.1f} GB "
-        f"({o.gpu.memory_gb:g} GiB), {max(capacity - o.breakdown.total_gb, 0.0):.1f} GB spare"
+        f"({o.gpu.memory_gb:g} GiB){engine}, {max(usable - o.breakdown.total_gb, 0.0):.1f} GB "
+        "spare"
     )
     if o.basis == "measured":
         source = f"median of {counted(o.n, 'measured result')} ({o.source})"
