@@ -237,6 +237,27 @@ def held_to_ceiling(
     return value, low, min(high, ceiling)
 
 
+@dataclass(frozen=True)
+class TrainedEnvelope:
+    """A measured training workload of a catalog model: the model's parameters and the largest
+    share of its compute ceiling any GPU measured on it reached (the throughput model's
+    measured envelope)."""
+
+    workload: str
+    params_b: float
+    share: float
+
+
+def nearest_trained(params_b: float, trained: Sequence[TrainedEnvelope]) -> TrainedEnvelope | None:
+    """The measured training workload whose model is nearest the asked one in log parameters
+    (GPT-2 124M pretraining for a 1B model, MLPerf's Llama 2 70B LoRA for an 8B or 70B one:
+    the two meet at 2.9B); None without one."""
+    usable = [t for t in trained if t.params_b > 0 and t.share > 0]
+    if not usable or params_b <= 0:
+        return None
+    return min(usable, key=lambda t: (abs(math.log(params_b / t.params_b)), t.workload))
+
+
 def roofline_tokens_per_s(
     model: memory.ModelSpec,
     quant: memory.Quantization,

@@ -352,3 +352,13 @@ def test_an_estimate_is_held_below_its_ceiling_as_the_throughput_model_holds_its
     assert (value, high) == (40.0, 40.0) and low == pytest.approx(40.0 / 4)
     # no ceiling known: unchanged
     assert llm_fit.held_to_ceiling(50.0, 25.0, 80.0, math.inf, 0.8) == (50.0, 25.0, 80.0)
+
+
+def test_a_training_ask_takes_the_envelope_of_the_measured_workload_nearest_in_size():
+    gpt2 = llm_fit.TrainedEnvelope("llm-train", 0.124, 0.79)
+    lora = llm_fit.TrainedEnvelope("mlperf-llama2-70b-lora-train", 69.0, 0.56)
+    assert llm_fit.nearest_trained(1.24, [gpt2, lora]) == gpt2  # Llama 3.2 1B
+    assert llm_fit.nearest_trained(3.21, [gpt2, lora]) == lora  # past sqrt(0.124 x 69) = 2.9
+    assert llm_fit.nearest_trained(8.03, [gpt2, lora]) == lora
+    assert llm_fit.nearest_trained(8.03, [gpt2]) == gpt2
+    assert llm_fit.nearest_trained(8.03, []) is None

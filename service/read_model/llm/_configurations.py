@@ -21,6 +21,7 @@ from service.read_model.llm._throughput import (
     _reference_source,
     _transfer,
     held_to_decode_ceiling,
+    held_to_training_envelope,
     learn,
     runs_format,
 )
@@ -119,8 +120,12 @@ def _options(
                 ask, gpu, count, learned, data, framework
             )
             basis = "estimated"
+        held = None
         if basis == "estimated":
             value, low, high = held_to_decode_ceiling(ask, gpu, count, (value, low, high), data)
+            (value, low, high), held = held_to_training_envelope(
+                ask, gpu, speedup, (value, low, high), data
+            )
         if not (math.isfinite(value) and value > 0):
             continue
         reference = _reference_estimate(kind, data, gpu.slug)  # None for a measured value
@@ -147,6 +152,7 @@ def _options(
             stack_measured=reference is None or reference[1].stack_measured,
             precision="" if reference is None else reference[1].precision,
             scaling_width=width,
+            held_to=held,
         )
     return list(out.values())
 

@@ -36,6 +36,12 @@ MAX_REFERENCE_GPUS = 8  # the most reference GPUs relative_performance counts a 
 
 
 TRAIN_REFERENCE = "llm-train"  # the catalog workload whose estimates training asks scale
+# measured LLM training workloads -> the catalog model each trains (their descriptions in
+# workloads.csv): their measured envelopes bound a training ask of a model near theirs in size
+TRAINED_MODELS = {
+    TRAIN_REFERENCE: "gpt2-124m",
+    "mlperf-llama2-70b-lora-train": "llama-2-70b",
+}
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,9 @@ class TrainReference:
 
     flops_per_token: float
     estimates: dict[str, Estimate]
+    # the measured LLM training workloads with their models' sizes and measured envelopes
+    # (held_to_training_envelope): GPT-2 124M's, and MLPerf's Llama 2 70B LoRA
+    trained: tuple[llm_fit.TrainedEnvelope, ...] = ()
 
     @cached_property  # read once per GPU of every training ask: computed once per reference
     def cold_log_band(self) -> float:
@@ -222,6 +231,8 @@ class LlmOption:
     precision: str = ""
     # the log half-width its scaling added to the band (scaling.scaling_half_widths)
     scaling_width: float = 0.0
+    # the measured training workload whose envelope held a training estimate down (None: none)
+    held_to: llm_fit.TrainedEnvelope | None = None
 
     def as_option(self) -> llm_fit.Option:
         """As llm_fit ranks it: within its band less the scaling's width, which configurations

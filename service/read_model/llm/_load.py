@@ -26,6 +26,7 @@ from service.read_model.llm._data import (
     _UNREAD,
     MAX_REFERENCES,
     TRAIN_REFERENCE,
+    TRAINED_MODELS,
     DecodeReference,
     GpuRow,
     LlmData,
@@ -61,7 +62,26 @@ def _train_reference(session: Session, precision: str) -> TrainReference | None:
         return None
     # at the reference's own precision (bf16), GPUs without bf16 units train at fp16
     own = None if precision == workload.precision else precision
-    return TrainReference(workload.flops_per_unit, estimates_for(session, workload, own))
+    return TrainReference(
+        workload.flops_per_unit, estimates_for(session, workload, own), _trained(session)
+    )
+
+
+def _trained(session: Session) -> tuple[llm_fit.TrainedEnvelope, ...]:
+    """The measured envelope of each TRAINED_MODELS workload the database has, at its own
+    precision, with its model's parameters."""
+    model = estimate_model(session)
+    models = llm.models()
+    out = []
+    for slug, trained in TRAINED_MODELS.items():
+        workload = session.exec(select(Workload).where(Workload.slug == slug)).first()
+        spec = models.get(trained)
+        if workload is None or spec is None:
+            continue
+        share = model.envelope(workload, workload.precision)
+        if share is not None:
+            out.append(llm_fit.TrainedEnvelope(slug, spec.params_b, share))
+    return tuple(out)
 
 
 def _same_bytes(a: str, b: memory.Quantization) -> bool:

@@ -368,6 +368,36 @@ def held_to_decode_ceiling(
     return llm_fit.held_to_ceiling(value, low, high, ceiling, ref.envelope if ref else None)
 
 
+def held_to_training_envelope(
+    ask: llm_fit.Ask,
+    gpu: GpuRow,
+    speedup: float,
+    estimate: tuple[float, float, float],
+    data: LlmData,
+) -> tuple[tuple[float, float, float], llm_fit.TrainedEnvelope | None]:
+    """A training estimate scaled from GPT-2 124M (llm-train) held, per GPU, to the measured
+    envelope of the LLM training workload nearest the asked model in size: no more of the
+    GPU's peak at the ask's compute precision than any GPU measured on it reached (the band
+    keeps its width around the value), and which envelope held it (None: it did not). GPT-2's
+    envelope (79%, an RTX 5090 with llm.c) is a 124M model's: carried by the FLOPs ratio to
+    an 8B full fine-tune it put 7 x RTX 5090 at 79% of their dense BF16 peak each, and to
+    QLoRA on 70B four of them at 72%, where on MLPerf's Llama 2 70B LoRA no GPU passes 56% of
+    its peak; datacenter cards, at 30-48% on GPT-2, were already below it."""
+    value, low, high = estimate
+    ref = data.train_reference
+    if ask.phase != "train" or ref is None or not speedup > 0:
+        return estimate, None
+    nearest = llm_fit.nearest_trained(ask.model.params_b, ref.trained)
+    if nearest is None or nearest.workload == TRAIN_REFERENCE:
+        return estimate, None
+    reached = nearest.share * _peak(gpu, ask.quant) * 1e12 / ask.flops_per_token
+    per_gpu = value / speedup
+    if not per_gpu > reached:
+        return estimate, None
+    scale = reached / per_gpu
+    return (value * scale, low * scale, high * scale), nearest
+
+
 def _parallel_scaling(
     data: LlmData, framework: str, gpu: GpuRow, count: int, decode: bool = False
 ) -> Scaling:

@@ -56,7 +56,7 @@ def why(
     elif o.model == f"{TRAIN_REFERENCE}-scaled":
         source = (
             f"estimated: {o.source}, scaled by FLOPs per token "
-            f"({_passes_words(ask)}), likely {figure(o.low)}-{figure(o.high)}"
+            f"({_passes_words(ask)}){_held_words(o)}, likely {figure(o.low)}-{figure(o.high)}"
         )
     else:
         source = (
@@ -148,3 +148,14 @@ def _speedup_words(o: LlmOption) -> str:
     if o.count == 1 or o.replicas > 1 or o.basis == "measured" or o.model == MOVED:
         return ""
     return f", {o.speedup:.2f} x one GPU's by {o.scaling_basis}"
+
+
+def _held_words(o: LlmOption) -> str:
+    """What held a training estimate down, where something did (held_to_training_envelope)."""
+    if o.held_to is None:
+        return ""
+    return (
+        f", held to {o.held_to.share:.0%} of its peak per GPU: the most any GPU measured on "
+        f"{o.held_to.workload} reached (GPT-2 124M's utilisation does not carry to a model of "
+        "this size)"
+    )
