@@ -17,7 +17,11 @@ Design decisions:
   default 180-day window) the median over the 10 cards on sale 3+ years whose used price is
   below launch (RTX 30 and 40, RX 7900) is 0.880 a year: 68% after 3 (0.885 over 11 with the
   A10). The A10 (used = launch) counts for neither: a short market is not ageing, and it had
-  been credited 100% back after any horizon, a TCO below its price.
+  been credited 100% back after any horizon, a TCO below its price. Resale is also never more
+  than the card will be worth then by its launch price and that retention (`worth_after`:
+  launch price x yearly ** (its age at the horizon's end)): a card bought above what ageing
+  leaves of its launch price (a shortage: an RTX 5090 used at $4,795 against $1,999 at launch)
+  would otherwise get its spike back, $3,266 after 3 years, and rank first on cost of ownership.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
   that exists, never an interpolated one), of those whose stated power supplies carry the
@@ -229,9 +233,12 @@ def ownership(
     platform: PlatformCost | None,
     retention: Retention | None,
     included: str | None = None,
+    worth_at_end: float | None = None,
 ) -> Ownership:
     """Cost of owning `count` GPUs bought for `price_usd` in all, over the settings' horizon;
-    `included` says why the price already pays for the platform (none is added)."""
+    `included` says why the price already pays for the platform (none is added);
+    `worth_at_end`: what the `count` cards will be worth then (worth_after), which resale
+    never passes."""
     notes: list[str] = []
     draw = _draw(count, tdp_w, settings, notes)
     energy_kwh = (draw or 0.0) * settings.hours / 1000
@@ -243,6 +250,12 @@ def ownership(
         platform_usd = _platform(count, settings, platform, notes)
     fraction = _resale_fraction(settings, retention, notes)
     resale_usd = price_usd * fraction
+    if settings.resale is None and worth_at_end is not None and resale_usd > worth_at_end:
+        resale_usd, fraction = worth_at_end, worth_at_end / price_usd
+        notes.append(
+            f"resale held to ${worth_at_end:,.0f}, what the cards will be worth by their launch "
+            "price and that retention (bought above it)"
+        )
     total = tco(price_usd, platform_usd, energy_usd, resale_usd)
     units = throughput * settings.hours * 3600
     millions = units / 1e6
@@ -348,6 +361,17 @@ def _platform(
     else:
         notes.append(f"platform ${platform.usd:,.0f} for {count} GPU(s) ({platform.source})")
     return platform.usd
+
+
+def worth_after(
+    launch_usd: float | None, age_years: float, retention: Retention | None, horizon_years: float
+) -> float | None:
+    """What one card `age_years` past its launch is worth `horizon_years` on: its launch price x
+    yearly retention ** its age then; None without a launch price or a retention."""
+    if not launch_usd or launch_usd <= 0 or retention is None:
+        return None
+    kept = max(retention.yearly, 0.0) ** (max(age_years, 0.0) + horizon_years)
+    return launch_usd * min(kept, 1.0)
 
 
 def _resale_fraction(

@@ -14,6 +14,7 @@ from service.domain.tco import (
     ownership,
     platform_for,
     power_notes,
+    worth_after,
     yearly_retention,
 )
 from service.read_model.ownership import CloudOffer, OwnershipData
@@ -60,6 +61,9 @@ def costed(
     `throughput` `unit` per second: cost of ownership, cloud break-even and their account.
     `included`: why the price already pays for the platform (availability.platform_included),
     required so that no caller forgets a Mac's or an HGX unit's box is in its price."""
+    retention = yearly_retention(data.history, slug, costs.horizon_years)
+    launch_usd, age_years = data.launch.get(slug, (None, 0.0))
+    worth = worth_after(launch_usd, age_years, retention, costs.horizon_years)
     o = ownership(
         price_usd,
         count,
@@ -68,8 +72,9 @@ def costed(
         unit,
         costs,
         platform_for(data.platforms, count, tdp_w),
-        yearly_retention(data.history, slug, costs.horizon_years),
+        retention,
         included,
+        None if worth is None else worth * count,
     )
     notes = [*o.notes, *power_notes(o.draw_w)]
     offer = data.cheapest_cloud(slug)

@@ -27,6 +27,8 @@ class OwnershipData:
     platforms: dict[int, PlatformCost] = field(default_factory=dict)
     history: dict[str, PriceHistory] = field(default_factory=dict)
     cloud: dict[str, list[CloudOffer]] = field(default_factory=dict)  # cheapest first
+    # slug -> (launch price, years since launch on the day the data is read as of)
+    launch: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def cheapest_cloud(self, slug: str) -> CloudOffer | None:
         offers = self.cloud.get(slug)
@@ -80,4 +82,9 @@ def load_ownership(
         offers.setdefault(slug, []).append(offer)
     for listed in offers.values():
         listed.sort(key=lambda o: (o.usd_per_hour, o.provider))
-    return OwnershipData(platform_costs(session), history, offers)
+    launch = {
+        g.slug: (g.launch_price_usd, (today - g.launch_date).days / DAYS_PER_YEAR)
+        for g in gpus
+        if g.launch_price_usd and g.launch_date is not None
+    }
+    return OwnershipData(platform_costs(session), history, offers, launch)

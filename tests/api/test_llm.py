@@ -1335,6 +1335,6 @@ def test_a_large_models_fine_tune_claims_no_more_of_a_gpu_than_a_measured_70b_lo
     assert large["nvidia-rtx-5090"] == pytest.approx(max(large.values()), rel=0.02)
     ask = {"model": "llama-3.1-8b", "task": "lora", "budget": 10000, "limit": 20}
     said = client.get("/recommend", params=ask).json()["recommendations"]
-    held = [r for r in said if "held to" in r["why"]]
+    held = [r for r in said if "of its peak per GPU" in r["why"]]
     assert held and all("mlperf-llama2-70b-lora-train" in r["why"] for r in held)
     assert shares("llama-3.2-1b")["nvidia-rtx-5090"] > 0.6

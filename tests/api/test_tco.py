@@ -24,6 +24,7 @@ from service.domain.tco import (
     power_notes,
     yearly_retention,
 )
+from service.domain.tco import worth_after as tco_worth_after
 from service.models import Gpu, Price
 
 ASK = {"budget": 5000, "horizon_years": 3, "electricity_usd_per_kwh": 0.3, "hours_per_day": 12}
@@ -225,7 +226,10 @@ def _row(client, **params):
 
 def test_resale_is_yearly_retention_over_the_horizon_new_or_used_alike(db, client):
     """A card keeps its own yearly retention (newest used price / launch price, per year since
-    launch) where it has been on sale at least the horizon, new or used; the horizon counts."""
+    launch) where it has been on sale at least the horizon, new or used; the horizon counts.
+    Bought new at $2,000, above what ageing leaves of its $1,599 launch price, it resells for
+    what the used card will be worth then, as one bought used does: its age counts, not who
+    owned it."""
     gpu = next(g for g in loaders.load_gpus() if g.slug == RESALE_GPU)
     _add_price(db, RESALE_GPU, usd=2000.0, condition="new")
     _add_price(db, RESALE_GPU, usd=1200.0, condition="used")
@@ -235,8 +239,11 @@ def test_resale_is_yearly_retention_over_the_horizon_new_or_used_alike(db, clien
     yearly = (1200.0 / gpu.launch_price_usd) ** (1 / age)
     new, used = _row(client, condition="new"), _row(client, condition="used")
     assert (new["price"]["usd"], used["price"]["usd"]) == (2000.0, 1200.0)
-    assert new["resale_usd"] == pytest.approx(2000.0 * min(yearly**3, 1.0))
     assert used["resale_usd"] == pytest.approx(1200.0 * min(yearly**3, 1.0))
+    worth = gpu.launch_price_usd * yearly ** (age + 3)
+    assert new["resale_usd"] == pytest.approx(worth, rel=1e-3)
+    assert worth < 2000.0 * yearly**3
+    assert new["resale_usd"] == pytest.approx(used["resale_usd"], rel=1e-3)
     assert 0 < used["resale_usd"] < 1200.0
     four = _row(client, condition="used", horizon_years=4)
     assert four["resale_usd"] == pytest.approx(1200.0 * min(yearly**4, 1.0))
@@ -517,3 +524,28 @@ def test_compare_states_its_figures_basis_band_and_scaling(db, client):
     ).json()
     assert one["basis"] == "estimated" and one["scaling_factor"] > 1
     assert one["why"].startswith("4 x nvidia-rtx-4090, ")
+
+
+def test_resale_never_passes_what_the_card_will_be_worth_by_its_launch_price():
+    """An RTX 5090 bought used at $4,795 (a shortage; $1,999 at launch, 1.85 years before):
+    keeping 88% a year of its purchase price, it had been credited $3,266 back after 3 years
+    and ranked first on cost of ownership; what ageing leaves of its launch price by then is
+    $1,999 x 0.88 ** 4.85 = $1,075. A card bought below that keeps its own fraction."""
+    retention = Retention(0.88, "median")
+    worth = tco_worth_after(1999.0, 1.85, retention, 3.0)
+    assert worth == pytest.approx(1999.0 * 0.88**4.85)
+    spiked = ownership(
+        4795.0, 1, 575.0, 1.0, "images/s", CostSettings(), None, retention, None, worth
+    )
+    assert spiked.resale_usd == pytest.approx(worth)
+    assert any("resale held to $1,075" in n for n in spiked.notes)
+    cheap = ownership(
+        900.0, 1, 575.0, 1.0, "images/s", CostSettings(), None, retention, None, worth
+    )
+    assert cheap.resale_usd == pytest.approx(900.0 * 0.88**3)
+    told = ownership(
+        4795.0, 1, 575.0, 1.0, "images/s", CostSettings(resale=0.5), None, retention, None, worth
+    )
+    assert told.resale_usd == pytest.approx(2397.5)  # the caller's fraction is theirs
+    assert tco_worth_after(None, 1.85, retention, 3.0) is None
+    assert tco_worth_after(1999.0, 1.85, None, 3.0) is None
