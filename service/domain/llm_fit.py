@@ -11,10 +11,11 @@ catalog `memory_gb` is the vendor's figure, which for GPU memory is
 binary (a "24 GB" RTX 4090 has 24 GiB = 25.8e9 bytes), so capacity = memory_gb x 2^30 bytes.
 A tensor-parallel serving engine takes a share of it (Ask.usable_gb): vLLM allocates
 `--gpu-memory-utilization` of each GPU, 0.9 by default (docs.vllm.ai, Engine Arguments), for
-the weights, activations and KV cache it holds, and the rest stays with the CUDA context, NCCL
-and CUDA graphs. Counted whole, DeepSeek-R1 in FP8 had fit 8 x H100 PCIe with 1.2 GB a GPU
-spare, where serving it takes 8 H200s or two 8-GPU H100 nodes. llama.cpp (a GGUF file's layer
-split) and training allocate what they need, and keep the whole capacity.
+everything it holds (weights, activations, KV cache, its CUDA context: the breakdown's terms),
+and leaves the rest unused unless told otherwise. Counted whole, DeepSeek-R1 in FP8 had fit 8
+x H100 PCIe with 1.2 GB a GPU spare, where serving it takes 8 H200s or two 8-GPU H100 nodes.
+llama.cpp (a GGUF file's layer split) and training allocate what they need, and keep the
+whole capacity.
 
 Throughput, tokens/s, by the best basis available:
 1. measured: the median of accepted results of this model (or one of the same shape, e.g.
@@ -219,17 +220,17 @@ def decode_ceiling_tokens_per_s(
 
 
 def held_to_ceiling(
-    value: float, low: float, high: float, ceiling: float, envelope: float | None
+    value: float, low: float, high: float, ceiling: float, reached: float | None
 ) -> tuple[float, float, float]:
     """An estimate and its band held below a physics `ceiling` as the throughput model holds
-    its own (service/domain/throughput_model/_ceilings.py): the value claims no more of it than
-    the best measured GPU reached on the reference workload (`envelope`, a share; the band keeps
-    its width around it), never the ceiling itself, and the band stops at the ceiling, keeping
-    its width below it."""
+    its own (service/domain/throughput_model/_ceilings.py): the value claims no more than the
+    best measured GPU's share of its ceiling would give this one (`reached`; the band keeps its
+    width around it), never the ceiling itself, and the band stops at the ceiling, keeping its
+    width below it."""
     if not (math.isfinite(ceiling) and ceiling > 0 and value > 0):
         return value, low, high
-    if envelope is not None and value > envelope * ceiling:
-        scale = envelope * ceiling / value
+    if reached is not None and reached > 0 and value > reached:
+        scale = reached / value
         value, low, high = value * scale, low * scale, high * scale
     if value > ceiling:
         below = math.log(value / low) if low > 0 else 0.0

@@ -256,17 +256,29 @@ def no_faster_than_one_gpu(value: float, gpu_count: int, single_gpu_median: floa
 # The same contradiction from the other side: one GPU claiming at least what N > 1 of the same
 # GPU measured together on a data-parallel workload. Judged against the stored accepted N-GPU
 # medians only (never a batch's own: a batch holding a failed N-GPU run and its GPU's one-GPU
-# run flags the N-GPU one, no_faster_than_one_gpu), so a cited cell is never flagged by what is
-# posted after it. Five posts of 1,500 img/s for an RTX 3070 on ResNet-50 fp16 had made
+# run flags the N-GPU one, no_faster_than_one_gpu), so a cell seeded with its one-GPU run is
+# never flagged by what is posted after it; and only beyond SUPERLINEAR_FACTOR x the stored
+# one-GPU median, so a run a little faster than a cell that barely scaled passes. Five posts of 1,500 img/s for an RTX 3070 on ResNet-50 fp16 had made
 # Lambda's one-GPU 419 an outlier by the statistics step and ranked the 3070 first, where
 # Lambda's own 2-, 4- and 8-GPU cells of the card measure 808, 1,620 and 3,117.
 FASTER_THAN_MULTI_GPU = "faster_than_multi_gpu"
 
 
-def faster_than_multi_gpu(value: float, gpu_count: int, multi_gpu_median: float | None) -> bool:
+def faster_than_multi_gpu(
+    value: float,
+    gpu_count: int,
+    multi_gpu_median: float | None,
+    single_gpu_median: float | None = None,
+) -> bool:
     """True when a one-GPU run gives at least the median of N > 1 of the same GPU (the lowest
-    stored N-GPU median of a data-parallel workload)."""
+    stored N-GPU median of a data-parallel workload) and, where the GPU has a stored one-GPU
+    median, more than SUPERLINEAR_FACTOR times it: a run a little faster than a cell that
+    barely scaled (a Quadro RTX 8000's 2-GPU Transformer-XL Large cell is 1.04 x its one-GPU
+    median) is a faster run, not a contradiction, and two posted 2-GPU runs just above the
+    one-GPU median must not refuse the next faster one-GPU run."""
     if gpu_count != 1 or multi_gpu_median is None or multi_gpu_median <= 0:
+        return False
+    if single_gpu_median is not None and value <= SUPERLINEAR_FACTOR * single_gpu_median:
         return False
     return value >= multi_gpu_median
 

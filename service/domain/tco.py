@@ -17,11 +17,12 @@ Design decisions:
   default 180-day window) the median over the 10 cards on sale 3+ years whose used price is
   below launch (RTX 30 and 40, RX 7900) is 0.880 a year: 68% after 3 (0.885 over 11 with the
   A10). The A10 (used = launch) counts for neither: a short market is not ageing, and it had
-  been credited 100% back after any horizon, a TCO below its price. Resale is also never more
-  than the card will be worth then by its launch price and that retention (`worth_after`:
-  launch price x yearly ** (its age at the horizon's end)): a card bought above what ageing
-  leaves of its launch price (a shortage: an RTX 5090 used at $4,795 against $1,999 at launch)
-  would otherwise get its spike back, $3,266 after 3 years, and rank first on cost of ownership.
+  been credited 100% back after any horizon, a TCO below its price. A card bought above its
+  launch price (a shortage: an RTX 5090 used at $4,795 against $1,999 at launch) resells for
+  no more than it will be worth then by its launch price and that retention (`worth_after`:
+  launch price x yearly ** (its age at the horizon's end)); it would otherwise get its spike
+  back, $3,266 after 3 years, and rank first on cost of ownership. At or below its launch
+  price, a card keeps its fraction of what it cost.
 - Platform (host + PSU + chassis) comes from a sourced table by GPU count: the row for that
   count, else the cheapest sourced box that holds more (3 GPUs go in the 4-GPU box: a figure
   that exists, never an interpolated one), of those whose stated power supplies carry the
@@ -254,7 +255,7 @@ def ownership(
         resale_usd, fraction = worth_at_end, worth_at_end / price_usd
         notes.append(
             f"resale held to ${worth_at_end:,.0f}, what the cards will be worth by their launch "
-            "price and that retention (bought above it)"
+            "price and that retention (bought above their launch price)"
         )
     total = tco(price_usd, platform_usd, energy_usd, resale_usd)
     units = throughput * settings.hours * 3600

@@ -343,15 +343,15 @@ def test_the_decode_ceiling_is_bandwidth_over_layer_weights_and_kv():
 
 def test_an_estimate_is_held_below_its_ceiling_as_the_throughput_model_holds_its_own():
     # within the envelope: only the band's top stops at the ceiling
-    assert llm_fit.held_to_ceiling(30.0, 20.0, 45.0, 40.0, 0.8) == (30.0, 20.0, 40.0)
+    assert llm_fit.held_to_ceiling(30.0, 20.0, 45.0, 40.0, 32.0) == (30.0, 20.0, 40.0)
     # beyond the envelope: the value and its band move down together
-    value, low, high = llm_fit.held_to_ceiling(36.0, 24.0, 54.0, 40.0, 0.75)
+    value, low, high = llm_fit.held_to_ceiling(36.0, 24.0, 54.0, 40.0, 30.0)
     assert value == pytest.approx(30.0) and low == pytest.approx(20.0) and high == 40.0
     # no envelope, beyond the ceiling: the value stops there, the band keeps its width below
     value, low, high = llm_fit.held_to_ceiling(50.0, 25.0, 80.0, 40.0, None)
     assert (value, high) == (40.0, 40.0) and low == pytest.approx(40.0 / 4)
     # no ceiling known: unchanged
-    assert llm_fit.held_to_ceiling(50.0, 25.0, 80.0, math.inf, 0.8) == (50.0, 25.0, 80.0)
+    assert llm_fit.held_to_ceiling(50.0, 25.0, 80.0, math.inf, 32.0) == (50.0, 25.0, 80.0)
 
 
 def test_a_training_ask_takes_the_envelope_of_the_measured_workload_nearest_in_size():

@@ -77,7 +77,9 @@ def reference(rows, stored, specs, memory_bound, layer_split=frozenset()):
         together = [
             v for (g, w, p, c), v in stored.items() if (g, w, p) == (gid, wid, prec) and c > 1
         ]
-        if data_parallel and faster_than_multi_gpu(row.value, count, min(together, default=None)):
+        stored_one = stored.get((gid, wid, prec, 1))
+        fewest = min(together, default=None)
+        if data_parallel and faster_than_multi_gpu(row.value, count, fewest, stored_one):
             verdicts[i] = FASTER_THAN_MULTI_GPU
             continue
         fp32 = medians.get((gid, wid, "fp32", count))
@@ -300,3 +302,25 @@ def test_faster_than_multi_gpu_needs_one_gpu_and_a_stored_multi_gpu_median():
     assert not faster_than_multi_gpu(5000.0, 2, 808.0)  # a 2-GPU row: other rules judge it
     assert not faster_than_multi_gpu(5000.0, 1, None)
     assert not faster_than_multi_gpu(5000.0, 1, 0.0)
+
+
+def test_a_one_gpu_run_a_little_faster_than_a_cell_that_barely_scaled_passes():
+    """A Quadro RTX 8000's Transformer-XL Large fp16 cells: 7,775 on one GPU, 8,070 on two (1.04
+    x). A one-GPU run of 8,100 is a faster run, not one GPU beating two: it is not more than
+    1.2 x the one-GPU median. Two posted 2-GPU runs just above the one-GPU median (426 against
+    419) do not refuse a later one-GPU run of 440 either; 1,500 is still refused."""
+    specs = {1: GpuSpec(PeakRates(16.3, fp16_tensor=130.5), 672.0)}
+    stored = {(1, 1, "fp16", 1): 7775.0, (1, 1, "fp16", 2): 8070.0}
+    faster = new_row((1, 1, "fp16", 1), 8100.0, "accepted")
+    check_peers([faster], stored, specs, {1: False})
+    assert (faster.status, faster.reason) == ("accepted", None)
+    stored = {(1, 1, "fp16", 1): 419.0, (1, 1, "fp16", 2): 426.0}
+    rows = [new_row((1, 1, "fp16", 1), v, "accepted") for v in (440.0, 1500.0)]
+    check_peers(rows, stored, specs, {1: False})
+    assert [(r.status, r.reason) for r in rows] == [
+        ("accepted", None),
+        ("outlier", FASTER_THAN_MULTI_GPU),
+    ]
+    # without a stored one-GPU median, the N-GPU median alone judges
+    assert faster_than_multi_gpu(808.0, 1, 808.0, None)
+    assert not faster_than_multi_gpu(808.0, 1, 808.0, 700.0)  # within 1.2 x of one GPU

@@ -365,7 +365,14 @@ def held_to_decode_ceiling(
         ask.model, ask.quant, ask.context, ask.batch, gpu.bandwidth_gbs, in_parallel
     )
     ref = data.decode_reference
-    return llm_fit.held_to_ceiling(value, low, high, ceiling, ref.envelope if ref else None)
+    reached = None
+    if ref is not None and ref.envelope is not None:
+        # in the terms the envelope was measured in: layer weights alone, no KV
+        weights_only = llm_fit.decode_ceiling_tokens_per_s(
+            ask.model, ask.quant, 0, ask.batch, gpu.bandwidth_gbs, in_parallel
+        )
+        reached = ref.envelope * weights_only
+    return llm_fit.held_to_ceiling(value, low, high, ceiling, reached)
 
 
 def held_to_training_envelope(
@@ -390,7 +397,12 @@ def held_to_training_envelope(
     nearest = llm_fit.nearest_trained(ask.model.params_b, ref.trained)
     if nearest is None or nearest.workload == TRAIN_REFERENCE:
         return estimate, None
-    reached = nearest.share * _peak(gpu, ask.quant) * 1e12 / ask.flops_per_token
+    # the peak of the precision the estimate is at: fp16 on a GPU without bf16 units (its
+    # bf16 peak is its FP32 rate, and had held a V100 to a ninth of its estimate)
+    scaled_from = ref.estimates.get(gpu.slug)
+    at = scaled_from.precision if scaled_from is not None and scaled_from.precision else None
+    peak = peak_tflops(gpu.rates, at) if at else _peak(gpu, ask.quant)
+    reached = nearest.share * peak * 1e12 / ask.flops_per_token
     per_gpu = value / speedup
     if not per_gpu > reached:
         return estimate, None
