@@ -258,9 +258,10 @@ def no_faster_than_one_gpu(value: float, gpu_count: int, single_gpu_median: floa
 # medians only (never a batch's own: a batch holding a failed N-GPU run and its GPU's one-GPU
 # run flags the N-GPU one, no_faster_than_one_gpu), so a cell seeded with its one-GPU run is
 # never flagged by what is posted after it; and only beyond SUPERLINEAR_FACTOR x the stored
-# one-GPU median, so a run a little faster than a cell that barely scaled passes. Five posts of 1,500 img/s for an RTX 3070 on ResNet-50 fp16 had made
-# Lambda's one-GPU 419 an outlier by the statistics step and ranked the 3070 first, where
-# Lambda's own 2-, 4- and 8-GPU cells of the card measure 808, 1,620 and 3,117.
+# one-GPU median, so a run a little faster than a cell that barely scaled passes. Five posts
+# of 1,500 img/s for an RTX 3070 on ResNet-50 fp16 had made Lambda's one-GPU 419 an outlier by
+# the statistics step and ranked the 3070 first, where Lambda's own 2-, 4- and 8-GPU cells of
+# the card measure 808, 1,620 and 3,117.
 FASTER_THAN_MULTI_GPU = "faster_than_multi_gpu"
 
 
