@@ -78,6 +78,7 @@ from service.domain.estimate import (
     PRIOR_BANDWIDTH_UTILISATION,
     PRIOR_COMPUTE_UTILISATION,
 )
+from service.domain.plausibility import bandwidth_ceiling
 from service.domain.throughput_model import conformal_quantile
 from service.domain.vocabulary import MAD_TO_SIGMA
 
@@ -214,9 +215,7 @@ def decode_ceiling_tokens_per_s(
     step = decode_bytes_floor(model, quant) + memory.kv_cache_bytes_per_token(model) * (
         context * batch
     )
-    if not (step > 0 and bandwidth_gbs > 0):
-        return math.inf
-    return in_parallel * bandwidth_gbs * 1e9 * batch / step
+    return bandwidth_ceiling(in_parallel * bandwidth_gbs, step / batch)
 
 
 def held_to_ceiling(

@@ -365,11 +365,17 @@ def _platform(
 
 
 def worth_after(
-    launch_usd: float | None, age_years: float, retention: Retention | None, horizon_years: float
+    paid_usd: float,
+    launch_usd: float | None,
+    age_years: float,
+    retention: Retention | None,
+    horizon_years: float,
 ) -> float | None:
-    """What one card `age_years` past its launch is worth `horizon_years` on: its launch price x
-    yearly retention ** its age then; None without a launch price or a retention."""
-    if not launch_usd or launch_usd <= 0 or retention is None:
+    """What one card bought for `paid_usd` above its launch price, `age_years` past its launch,
+    is worth `horizon_years` on: its launch price x yearly retention ** its age then; None for
+    a card bought at or below its launch price (it keeps its fraction of what it cost), or
+    without a launch price or a retention."""
+    if not launch_usd or launch_usd <= 0 or retention is None or paid_usd <= launch_usd:
         return None
     kept = max(retention.yearly, 0.0) ** (max(age_years, 0.0) + horizon_years)
     return launch_usd * min(kept, 1.0)

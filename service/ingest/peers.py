@@ -223,8 +223,6 @@ def check_peers(
     leaders = _leaders(medians, eff, in_turn)
     fp32_counts = _fp32_counts(medians)
     together = _fewest_gpus_together(stored_medians)
-    # the stored one-GPU medians only, as the N-GPU ones: a batch's own never judge it
-    stored_single = {k: v for k, v in stored_medians.items() if k[3] == 1}
     for row in candidates:
         gid, wid, prec, count = row.gpu_id, row.workload_id, row.precision, row.gpu_count
         single = medians.get((gid, wid, prec, 1))
@@ -240,7 +238,7 @@ def check_peers(
             row.value,
             count,
             together.get((gid, wid, prec)),
-            stored_single.get((gid, wid, prec, 1)),
+            stored_medians.get((gid, wid, prec, 1)),  # stored only: a batch never judges itself
         ):
             row.status, row.reason = "outlier", FASTER_THAN_MULTI_GPU
             continue

@@ -63,10 +63,8 @@ def costed(
     required so that no caller forgets a Mac's or an HGX unit's box is in its price."""
     retention = yearly_retention(data.history, slug, costs.horizon_years)
     launch_usd, age_years = data.launch.get(slug, (None, 0.0))
-    worth = None
-    if launch_usd and count > 0 and price_usd / count > launch_usd:
-        # bought above its launch price (a shortage): resale is what ageing leaves of it
-        worth = worth_after(launch_usd, age_years, retention, costs.horizon_years)
+    paid = price_usd / count if count > 0 else 0.0
+    worth = worth_after(paid, launch_usd, age_years, retention, costs.horizon_years)
     o = ownership(
         price_usd,
         count,

@@ -22,9 +22,9 @@ from service.domain.tco import (
     extra_platform_usd,
     ownership,
     power_notes,
+    worth_after,
     yearly_retention,
 )
-from service.domain.tco import worth_after as tco_worth_after
 from service.models import Gpu, Price
 
 ASK = {"budget": 5000, "horizon_years": 3, "electricity_usd_per_kwh": 0.3, "hours_per_day": 12}
@@ -532,7 +532,7 @@ def test_resale_never_passes_what_the_card_will_be_worth_by_its_launch_price():
     and ranked first on cost of ownership; what ageing leaves of its launch price by then is
     $1,999 x 0.88 ** 4.85 = $1,075. A card bought below that keeps its own fraction."""
     retention = Retention(0.88, "median")
-    worth = tco_worth_after(1999.0, 1.85, retention, 3.0)
+    worth = worth_after(4795.0, 1999.0, 1.85, retention, 3.0)
     assert worth == pytest.approx(1999.0 * 0.88**4.85)
     spiked = ownership(
         4795.0, 1, 575.0, 1.0, "images/s", CostSettings(), None, retention, None, worth
@@ -547,5 +547,6 @@ def test_resale_never_passes_what_the_card_will_be_worth_by_its_launch_price():
         4795.0, 1, 575.0, 1.0, "images/s", CostSettings(resale=0.5), None, retention, None, worth
     )
     assert told.resale_usd == pytest.approx(2397.5)  # the caller's fraction is theirs
-    assert tco_worth_after(None, 1.85, retention, 3.0) is None
-    assert tco_worth_after(1999.0, 1.85, None, 3.0) is None
+    assert worth_after(4795.0, None, 1.85, retention, 3.0) is None
+    assert worth_after(4795.0, 1999.0, 1.85, None, 3.0) is None
+    assert worth_after(1999.0, 1999.0, 1.85, retention, 3.0) is None  # at launch price
