@@ -98,6 +98,31 @@ def true_throughput(g: tm.GpuSpec, w: str, power_slope: float = 0.0) -> float:
     return held / float(np.dot(work[:4], 1 / g.rates("fp16")) + work[4])
 
 
+def test_capacity_applies_only_where_memory_sets_the_batch() -> None:
+    """An LLM phase runs at the batch its harness states (llama-bench: ubatches of 512, batch 1
+    for generation): results that lean on memory size fit no capacity work there, and two cards
+    that differ only in memory get one estimate; a training table's keeps it."""
+    gpus, _, _ = world(12, seed=5)
+    work = (2e-2, 0.0, 0.3, 5e-3)  # results that lean on memory size
+    values = {g.slug: 1 / float(np.dot(work, 1 / g.rates("fp16"))) for g in gpus}
+    small, large = (
+        gpu("small", 300, 50, 1000, memory_gb=24),
+        gpu("large", 300, 50, 1000, memory_gb=96),
+    )
+    capacity_work, estimates = {}, {}
+    for kind in ("", "prefill"):
+        wl = tm.WorkloadSpec(f"w-{kind or 'train'}", "fp16", None, False, kind=kind)
+        obs = [tm.Observation(s, wl.slug, v, 1, 0.0) for s, v in values.items()]
+        model = tm.fit([*gpus, small, large], [wl], obs)
+        capacity_work[kind] = model.fits[wl.slug].work[3]
+        p_small, p_large = model.predict("small", wl.slug), model.predict("large", wl.slug)
+        assert p_small is not None and p_large is not None
+        estimates[kind] = p_large.value / p_small.value
+    assert capacity_work[""] > 0 and estimates[""] > 1.05
+    assert capacity_work["prefill"] == 0
+    assert estimates["prefill"] == pytest.approx(1.0)
+
+
 def test_fit_recovers_known_world() -> None:
     gpus, wls, obs = world(12, seed=3)
     held = {"g0", "g5"}

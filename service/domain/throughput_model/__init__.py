@@ -6,7 +6,8 @@ Pure functions on plain dataclasses (no database, no I/O). Design decisions:
   vector FP32 math (``vector``), memory traffic (``memory``) and memory size (``capacity``:
   benchmarks run at the largest batch that fits, so per-step fixed costs are amortised over a
   batch proportional to memory size; with it, held-out cold-GPU errors on the shipped corpus fell
-  from a median MdAPE of 9.7% to 8.0%, p90 21.0% to 19.6%). A GPU's rate for a resource is
+  from a median MdAPE of 9.7% to 8.0%, p90 21.0% to 19.6%; switched off where the harness
+  fixes the batch, an LLM phase: WorkloadSpec.batch_fixed). A GPU's rate for a resource is
   spec x calibration efficiency where a calibration exists. Time per unit on GPU g for workload
   w is ``t = (sum_r work_w[r] / rate_g[r] + overhead_w) / e_g`` with ``work_w >= 0``: a workload
   can be partly compute- and partly memory-bound, which a log-linear fit with tied exponents

@@ -187,7 +187,7 @@ def borrow_errors(
         borrowed = WorkloadFit(w, *split, "borrowed", 0, math.nan, ())
         for o in by_w.get(w, []):
             spec = specs[o.gpu]
-            t = borrowed.time(spec.rates(wl.rate_key))
+            t = borrowed.time(spec.rates_for(wl))
             multiplier = eff.log_multiplier(spec, as_new.efficiency_kind)
             if t > 0 and math.isfinite(t):
                 error = math.log(math.exp(multiplier) / t / o.median)

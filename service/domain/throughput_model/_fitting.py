@@ -98,7 +98,7 @@ def fit(
             if f is None or f.method == "borrowed":
                 continue
             for o in rows:
-                t = f.time(specs[o.gpu].rates(wls[w].rate_key))
+                t = f.time(specs[o.gpu].rates_for(wls[w]))
                 if math.isfinite(t) and t > 0:
                     residuals[(o.gpu, w)] = math.log(o.median * t)
         eff = pool_efficiencies(residuals, specs, {w: wl.efficiency_kind for w, wl in wls.items()})
@@ -150,7 +150,7 @@ def _fit_workloads(
         if not rows:
             continue
         wl = wls[w]
-        rates = np.array([specs[o.gpu].rates(wl.rate_key) for o in rows])
+        rates = np.array([specs[o.gpu].rates_for(wl) for o in rows])
         design = _design(rates)
         # Measured time, adjusted by each GPU's efficiency: model time = measured x e_g.
         kind = wl.efficiency_kind
@@ -220,7 +220,7 @@ def _loo_errors(
     Efficiencies.held_out_log_multiplier)."""
     if len(rows) < 2:
         return ()
-    rates = np.array([specs[o.gpu].rates(wl.rate_key) for o in rows])
+    rates = np.array([specs[o.gpu].rates_for(wl) for o in rows])
     design = _design(rates)
     kind, w = wl.efficiency_kind, wl.slug
     mult = np.array([math.exp(eff.log_multiplier(specs[o.gpu], kind, workload=w)) for o in rows])

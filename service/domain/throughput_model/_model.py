@@ -182,6 +182,6 @@ class FittedModel:
 def _throughput(
     fit: WorkloadFit, spec: GpuSpec, wl: WorkloadSpec, eff: Efficiencies, own: bool = True
 ) -> float:
-    t = fit.time(spec.rates(wl.rate_key))
+    t = fit.time(spec.rates_for(wl))
     multiplier = eff.log_multiplier(spec, wl.efficiency_kind, own, wl.slug)
     return math.exp(multiplier) / t if t > 0 else math.nan

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from service.domain.throughput_model._constants import IRLS_ROUNDS
+from service.domain.throughput_model._constants import IRLS_ROUNDS, RATE_MAX
 
 
 def nnls(a: np.ndarray, b: np.ndarray, max_iter: int | None = None) -> np.ndarray:
@@ -38,8 +38,10 @@ def nnls(a: np.ndarray, b: np.ndarray, max_iter: int | None = None) -> np.ndarra
 
 
 def _design(rates: np.ndarray) -> np.ndarray:
-    """Rows [1/tensor, 1/vector, 1/memory, 1/capacity, 1] (the last column is the overhead)."""
-    return np.hstack([1.0 / rates, np.ones((rates.shape[0], 1))])
+    """Rows [1/tensor, 1/vector, 1/memory, 1/capacity, 1] (the last column is the overhead);
+    a resource switched off (rate RATE_MAX) is a zero column, so no work is fitted to it."""
+    inverse = np.where(rates >= RATE_MAX, 0.0, 1.0 / rates)
+    return np.hstack([inverse, np.ones((rates.shape[0], 1))])
 
 
 def fit_work_log(design: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -79,6 +79,15 @@ class GpuSpec:
             return None
         return math.log(self.tdp_w)
 
+    def rates_for(self, wl: WorkloadSpec) -> np.ndarray:
+        """`rates` at the workload's matrix precision, with capacity switched off where the
+        harness fixes the batch (WorkloadSpec.batch_fixed): there a larger memory runs the
+        same batch and amortises nothing more."""
+        out = self.rates(wl.rate_key)
+        if wl.batch_fixed:
+            out[3] = RATE_MAX
+        return out
+
     def rates(self, precision: str) -> np.ndarray:
         """(tensor, vector, memory, capacity) effective rates for a workload at `precision`.
 
@@ -139,6 +148,17 @@ class WorkloadSpec:
     @property
     def rate_key(self) -> str:
         return self.matmul or self.precision
+
+    @property
+    def batch_fixed(self) -> bool:
+        """Whether the harness, not the GPU's memory, sets the batch: an LLM phase (prefill,
+        decode) is run at a stated batch (llama-bench: prompts in ubatches of 512 tokens,
+        generation at batch 1), so memory size buys no larger batch and the capacity resource
+        does not apply. Fitted freely, it had claimed 50-78% of Llama-3-70B Q4_K_M prompt
+        processing time for a 24 GB card (memory sizes 48-192 GB standing in for whatever else
+        set Apple and NVIDIA cards apart). Training tables and MLPerf serving size their batch
+        by memory, and keep it."""
+        return self.kind in ("prefill", "decode")
 
     @property
     def efficiency_kind(self) -> str:
