@@ -65,6 +65,15 @@ def database(url: str | None) -> tuple[str, tempfile.TemporaryDirectory[str] | N
     return url, tmp
 
 
+def llm_data(url: str) -> asks.LlmData:
+    """The LLM read model's data of the database at `url` (every price, any condition)."""
+    engine = create_engine(url)
+    with Session(engine) as session:
+        data = asks.load(session, "any", date.today(), 10**6)
+    engine.dispose()
+    return data
+
+
 def old_errors(data: asks.LlmData, min_gpus: int) -> dict[str, list[Error]]:
     """The roofline x pooled efficiency, each GPU held out of the efficiency it is given."""
     singles = [m for m in data.measured if m.phase == "decode" and m.count == 1]
@@ -130,10 +139,7 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     url, tmp = database(args.database_url)
-    engine = create_engine(url)
-    with Session(engine) as session:
-        data = asks.load(session, "any", date.today(), 10**6)
-    engine.dispose()
+    data = llm_data(url)
     old = old_errors(data, args.min_gpus)
     precision = {m.workload: m.precision for m in data.measured}
     keys = {model_key(w, precision[w]): w for w in old}

@@ -72,6 +72,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+
 from service.domain import memory
 from service.domain.estimate import (
     DEFAULT_BAND,
@@ -79,7 +81,7 @@ from service.domain.estimate import (
     PRIOR_COMPUTE_UTILISATION,
 )
 from service.domain.plausibility import bandwidth_ceiling
-from service.domain.throughput_model import conformal_quantile
+from service.domain.throughput_model import conformal_quantile, nnls
 from service.domain.vocabulary import MAD_TO_SIGMA
 
 GIB = 2**30
@@ -443,16 +445,103 @@ class DecodePoint:
     roofline: float
     quant: str = ""
     tokens: int = 0
+    stack: str = ""  # the GPU's software stack (FixedCosts are learned per stack)
+    layers: int = 0  # the model's layers
+    gb_per_token: float = 0.0  # what a token reads at the benchmark's mean context (weights, KV)
 
 
-def transfer_half_width(points: Iterable[DecodePoint], coverage: float) -> float:
+@dataclass(frozen=True)
+class FixedCosts:
+    """Seconds per layer per generated token that do not shrink with bandwidth (kernel
+    launches, synchronisation, sampling), per software stack: the intercept of time per token
+    on layers, beside bytes per token over an effective bandwidth, fitted on each GPU measured
+    on two or more model weights (a model in two formats, or two models), then the median per
+    stack, and over every GPU for a stack without one (`pooled`).
+
+    On the shipped corpus (llama-bench, 2024 builds) 15 CUDA cards give 0.075-0.125 ms a layer
+    (median 0.097: 3.1 ms a token for Llama 3 8B's 32 layers, 7.8 ms for 70B's 80) at 0.9-1.04 of
+    their bandwidth for GDDR cards and 0.54-0.68 for the A100s and H100 PCIe, every result
+    within 14% of the two-term line; three Apple chips 0.22-0.43 ms. A value moved along the
+    decode roofline by the ratio of its rooflines alone carried that fixed time with the bytes:
+    from Llama 2 7B in Q4_0 (3.8 GB a token) to bf16 (14.5 GB) it made an RTX 4090 41.7 tokens/s,
+    below the 54.8 it measures on Llama 3 8B F16, which reads more."""
+
+    by_stack: Mapping[str, float]
+    pooled: float = 0.0
+
+    def per_layer_s(self, stack: str) -> float:
+        return self.by_stack.get(stack, self.pooled)
+
+
+NO_FIXED_COSTS = FixedCosts({})
+
+
+def fixed_costs(points: Iterable[DecodePoint]) -> FixedCosts:
+    """FixedCosts from one-GPU decode points: per GPU with two or more (model, format) measured,
+    the non-negative least-squares line time = a x layers + b x GB per token in relative
+    error; a GPU with one model in one format (its points differ only in KV) says nothing of
+    a, and is left out."""
+    by_gpu: dict[str, list[DecodePoint]] = {}
+    for p in points:
+        if p.measured > 0 and p.layers > 0 and p.gb_per_token > 0:
+            by_gpu.setdefault(p.gpu, []).append(p)
+    per_gpu: dict[str, tuple[str, float]] = {}
+    for gpu, same in by_gpu.items():
+        if len({(p.model, p.quant) for p in same}) < 2:
+            continue
+        times = np.array([1.0 / p.measured for p in same])
+        design = np.array([[p.layers, p.gb_per_token] for p in same]) / times[:, None]
+        a, _ = nnls(design, np.ones(len(same)))
+        if math.isfinite(a):
+            per_gpu[gpu] = (same[0].stack, float(a))
+    if not per_gpu:
+        return NO_FIXED_COSTS
+    stacks: dict[str, list[float]] = {}
+    for stack, a in per_gpu.values():
+        stacks.setdefault(stack, []).append(a)
+    return FixedCosts(
+        {s: statistics.median(v) for s, v in stacks.items()},
+        statistics.median(a for _, a in per_gpu.values()),
+    )
+
+
+def moved_decode_rate(
+    value: float, from_roof: float, to_roof: float, fixed_s: float = 0.0, layers_ratio: float = 1.0
+) -> float:
+    """A decode rate (tokens/s) at one roofline point (from_roof, tokens/s the bandwidth
+    allows) moved to another: its fixed per-token time (`fixed_s`, FixedCosts x layers; never
+    more than what the time leaves beyond the bandwidth's own, 1 / from_roof) moves with the
+    layers (`layers_ratio`, asked over measured), the rest with the roofline's time, from_roof
+    / to_roof. With no fixed time, the old move: value x to_roof / from_roof."""
+    t = 1.0 / value
+    fixed = min(max(fixed_s, 0.0), max(t - 1.0 / from_roof, 0.0)) if math.isfinite(fixed_s) else 0
+    return 1.0 / (fixed * layers_ratio + (t - fixed) * from_roof / to_roof)
+
+
+def transfer_half_width(
+    points: Iterable[DecodePoint], coverage: float, fixed: FixedCosts = NO_FIXED_COSTS
+) -> float:
     """The conformal `coverage` quantile of |log error| of moving one model's measured decode
-    rate to another model's on the same GPU by the ratio of their rooflines, over every such
-    pair; 0 with none (then no model was measured beside another on one GPU)."""
-    return _roofline_move_half_width(points, coverage, lambda a, b: a.model != b.model)
+    rate to another model's on the same GPU along their rooflines (moved_decode_rate, with
+    the stack's `fixed` costs), over every such pair; 0 with none (then no model was measured
+    beside another on one GPU)."""
+    return _roofline_move_half_width(points, coverage, lambda a, b: a.model != b.model, fixed)
 
 
-def context_move_half_width(points: Iterable[DecodePoint], coverage: float) -> float:
+def format_move_half_width(
+    points: Iterable[DecodePoint], coverage: float, fixed: FixedCosts = NO_FIXED_COSTS
+) -> float:
+    """The same quantile for moving a measured decode rate to another format of the same model
+    on the same GPU (Llama 3 8B Q4_K_M to F16): what a value moved to a format nothing
+    measured adds to its band."""
+    return _roofline_move_half_width(
+        points, coverage, lambda a, b: a.model == b.model and a.quant != b.quant, fixed
+    )
+
+
+def context_move_half_width(
+    points: Iterable[DecodePoint], coverage: float, fixed: FixedCosts = NO_FIXED_COSTS
+) -> float:
     """The same quantile for moving a measured decode rate to another context of the same
     model and format on the same GPU (a llama-bench tg512 result to tg8192): what a measured
     value moved to an asked context or batch it was not measured at adds to its band; 0 with
@@ -461,6 +550,7 @@ def context_move_half_width(points: Iterable[DecodePoint], coverage: float) -> f
         points,
         coverage,
         lambda a, b: a.model == b.model and a.quant == b.quant and a.tokens != b.tokens,
+        fixed,
     )
 
 
@@ -468,16 +558,24 @@ def _roofline_move_half_width(
     points: Iterable[DecodePoint],
     coverage: float,
     pair: Callable[[DecodePoint, DecodePoint], bool],
+    fixed: FixedCosts = NO_FIXED_COSTS,
 ) -> float:
     by_gpu: dict[str, list[DecodePoint]] = {}
     for p in points:
         if p.measured > 0 and p.roofline > 0:
             by_gpu.setdefault(p.gpu, []).append(p)
     errors = [
-        abs(math.log(b.measured / (a.measured * b.roofline / a.roofline)))
+        abs(math.log(b.measured / moved_between(a, b, fixed)))
         for same in by_gpu.values()
         for a in same
         for b in same
         if pair(a, b)
     ]
     return conformal_quantile(errors, coverage) if errors else 0.0
+
+
+def moved_between(a: DecodePoint, b: DecodePoint, fixed: FixedCosts) -> float:
+    """a's measured rate moved to b's roofline point, with a's stack's fixed costs."""
+    layers_ratio = b.layers / a.layers if a.layers > 0 and b.layers > 0 else 1.0
+    fixed_s = fixed.per_layer_s(a.stack) * a.layers
+    return moved_decode_rate(a.measured, a.roofline, b.roofline, fixed_s, layers_ratio)

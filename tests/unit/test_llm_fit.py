@@ -362,3 +362,59 @@ def test_a_training_ask_takes_the_envelope_of_the_measured_workload_nearest_in_s
     assert llm_fit.nearest_trained(8.03, [gpt2, lora]) == lora
     assert llm_fit.nearest_trained(8.03, [gpt2]) == gpt2
     assert llm_fit.nearest_trained(8.03, []) is None
+
+
+def _decode_world(per_layer_s: dict[str, float]) -> list[llm_fit.DecodePoint]:
+    """GPUs whose time per token is a fixed time per layer (by stack) plus bytes over 90% of
+    their bandwidth, measured on two models in two formats each."""
+    points = []
+    gpus = [("g1", "cuda", 1000.0), ("g2", "cuda", 500.0), ("g3", "metal", 800.0)]
+    models = [("small", 32, 4.9), ("small", 32, 16.1), ("big", 80, 42.5), ("big", 80, 141.0)]
+    for gpu, stack, bandwidth in gpus:
+        for i, (model, layers, gb) in enumerate(models):
+            t = per_layer_s[stack] * layers + gb / (0.9 * bandwidth)
+            quant = "q4" if i % 2 == 0 else "f16"
+            roof = bandwidth / gb
+            points.append(
+                llm_fit.DecodePoint(gpu, model, 1 / t, roof, quant, 512, stack, layers, gb)
+            )
+    return points
+
+
+def test_fixed_costs_recover_the_time_per_layer_of_each_stack() -> None:
+    world = _decode_world({"cuda": 1e-4, "metal": 3e-4})
+    fixed = llm_fit.fixed_costs(world)
+    assert fixed.per_layer_s("cuda") == pytest.approx(1e-4, rel=1e-6)
+    assert fixed.per_layer_s("metal") == pytest.approx(3e-4, rel=1e-6)
+    assert fixed.per_layer_s("rocm") == pytest.approx(1e-4, rel=1e-6)  # the median of the GPUs
+    # a GPU measured on one model in one format (only its KV differs) says nothing of it
+    one = [p for p in world if p.gpu == "g1" and p.model == "small" and p.quant == "q4"]
+    assert llm_fit.fixed_costs(one) == llm_fit.NO_FIXED_COSTS
+
+
+def test_a_decode_rate_moved_to_more_bytes_keeps_its_fixed_time() -> None:
+    """Moved with its fixed time, a rate lands where the world puts it; moved whole by the
+    roofline ratio, it carries the fixed time x3.3 with the bytes and lands low."""
+    world = _decode_world({"cuda": 1e-4, "metal": 3e-4})
+    fixed = llm_fit.fixed_costs(world)
+    q4, f16 = (p for p in world if p.gpu == "g2" and p.model == "small")
+    moved = llm_fit.moved_decode_rate(
+        q4.measured, q4.roofline, f16.roofline, fixed.per_layer_s("cuda") * q4.layers
+    )
+    assert moved == pytest.approx(f16.measured, rel=1e-9)
+    proportional = llm_fit.moved_decode_rate(q4.measured, q4.roofline, f16.roofline)
+    assert proportional == pytest.approx(q4.measured * f16.roofline / q4.roofline)
+    assert proportional < 0.9 * f16.measured
+    # a fixed time larger than the rate leaves beyond its bandwidth's own is cut to it, so the
+    # rest never runs faster than the bandwidth allows, there or where it is moved
+    fast = llm_fit.moved_decode_rate(0.99 * q4.roofline, q4.roofline, f16.roofline, 1.0)
+    assert 0.98 * f16.roofline <= fast <= f16.roofline
+
+
+def test_moves_with_fixed_costs_miss_by_less_where_the_world_has_them() -> None:
+    world = _decode_world({"cuda": 1e-4, "metal": 3e-4})
+    fixed = llm_fit.fixed_costs(world)
+    assert llm_fit.transfer_half_width(world, 0.8) > 0.2
+    assert llm_fit.transfer_half_width(world, 0.8, fixed) < 1e-6
+    assert llm_fit.format_move_half_width(world, 0.8) > 0.2
+    assert llm_fit.format_move_half_width(world, 0.8, fixed) < 1e-6

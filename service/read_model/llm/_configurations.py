@@ -146,7 +146,7 @@ def _options(
             if m
             else _reference_source(
                 reference,
-                _transfer(data) if kind == "workload-scaled" else None,
+                _transfer(data, ask) if kind == "workload-scaled" else None,
                 data.decode_reference if kind == "workload-scaled" else None,
             ),
             stack_measured=reference is None or reference[1].stack_measured,

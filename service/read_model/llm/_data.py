@@ -195,6 +195,11 @@ class LlmData:
     # log half-width a measured decode value moved to an asked context or batch it was not
     # measured at widens by (llm_fit.context_move_half_width)
     decode_move_half_width: float = 0.0
+    # log half-width a decode estimate moved from its model's workload in another format
+    # widens by (llm_fit.format_move_half_width)
+    decode_format_half_width: float = 0.0
+    # seconds per layer per token a decode value moved along the roofline keeps (FixedCosts)
+    decode_fixed: llm_fit.FixedCosts = llm_fit.NO_FIXED_COSTS
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ profiles, and the decode or training reference the ask's estimates scale.
 import math
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import date
 from functools import partial
@@ -18,10 +19,10 @@ from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.prices import PriceObservation, current_price, shown_price
-from service.domain.throughput_model import NOMINAL_COVERAGE
+from service.domain.throughput_model import MIN_CONFORMAL, NOMINAL_COVERAGE
 from service.domain.vocabulary import ConditionChoice, Measurement
 from service.models import Aggregate, Gpu, Price, Result, Workload
-from service.read_model.estimates import estimate_model, estimates_for
+from service.read_model.estimates import estimate_model, estimates_for, model_key
 from service.read_model.llm._data import (
     _UNREAD,
     MAX_REFERENCES,
@@ -98,7 +99,10 @@ def _same_bytes(a: str, b: memory.Quantization) -> bool:
 
 
 def decode_reference(
-    session: Session, ask: llm_fit.Ask, measured: list[Measured]
+    session: Session,
+    ask: llm_fit.Ask,
+    measured: list[Measured],
+    move_half_widths: tuple[float, float] = (0.0, 0.0),
 ) -> DecodeReference | None:
     """The decode workload measured on one GPU for the asked model (or one of its shape) in
     the asked format (else one of the same bytes per weight) whose token count covers the
@@ -121,7 +125,9 @@ def decode_reference(
             found, key=lambda m: (m.quant != ask.quant.name, *_covering(m.tokens, ask.context))
         )
     else:
-        nearest = _nearest_bytes_reference(ask, measured, models)
+        nearest = _nearest_bytes_reference(
+            ask, measured, models, _fit_half_width(session), move_half_widths
+        )
         if nearest is None:
             return None
         best, other = nearest
@@ -146,8 +152,28 @@ def decode_reference(
     )
 
 
+def _fit_half_width(session: Session) -> Callable[[Measured], float]:
+    """A measured workload's throughput-model band (its conformal half-width in log): how far
+    its estimate for a GPU nobody measured on it may miss; infinite where the band is not its
+    own (fewer measured GPUs than a conformal band needs, MIN_CONFORMAL: Llama 3 70B F16,
+    measured on one card, carries the band pooled over its kind, which says nothing of it)."""
+    model = estimate_model(session)
+
+    def half_width(m: Measured) -> float:
+        found = model.fitted.fits.get(model_key(m.workload, m.precision))
+        if found is None or len(found.loo_log_errors) < MIN_CONFORMAL:
+            return math.inf
+        return found.half_width if math.isfinite(found.half_width) else math.inf
+
+    return half_width
+
+
 def _nearest_bytes_reference(
-    ask: llm_fit.Ask, measured: list[Measured], models: dict[str, memory.ModelSpec]
+    ask: llm_fit.Ask,
+    measured: list[Measured],
+    models: dict[str, memory.ModelSpec],
+    fit_half_width: Callable[[Measured], float] = lambda m: 0.0,
+    move_half_widths: tuple[float, float] = (0.0, 0.0),
 ) -> tuple[Measured, tuple[memory.ModelSpec, memory.Quantization]] | None:
     """For a model no measured decode workload has the shape of (Qwen3 8B, Mixtral): the
     one-GPU decode workload of another model whose bytes per token are nearest the ask's, so
@@ -160,10 +186,15 @@ def _nearest_bytes_reference(
     the throughput model's estimates of one model's token counts differ by more than the
     roofline moves them (an architecture's term is per workload), and Qwen3 8B at 4,096 tokens
     had rested on the Llama 3 8B count nearest in bytes per step while Llama 3.1 8B rested on
-    tg4096. A workload of the asked model's shape in another format comes first: Llama 3.1 8B
-    at fp8, int8, AWQ or GPTQ had rested on Llama 2 7B Q4_0 tg128 (6 GPUs, leave-one-out
-    MdAPE 26%, its MHA KV cache making it nearest in bytes at 4,096 tokens) rather than Llama
-    3 8B Q4_K_M (19 GPUs, 4-6%)."""
+    tg4096. The workload whose value would miss least comes first: the hypotenuse of its
+    throughput-model band (`fit_half_width`, what its estimate for an unmeasured GPU may
+    miss) and of the move's (`move_half_widths`: to another format of one model, to another
+    model), to a tenth (what is closer does not outweigh the asked model's own shape); then one
+    of the asked model's shape, then the nearest in bytes.
+    Llama 3.1 8B at fp8, int8, AWQ or GPTQ had rested on Llama 2 7B Q4_0 tg128 (6 GPUs,
+    leave-one-out MdAPE 26%, its MHA KV cache making it nearest in bytes at 4,096 tokens)
+    rather than Llama 3 8B Q4_K_M (19 GPUs, 4-6%), and Llama 2 7B in bf16 rested on that Q4_0
+    workload, as its own shape, rather than on Llama 3 8B F16, measured on 15 GPUs."""
     asked = llm_fit.decode_bytes_per_step(ask.model, ask.quant, ask.context, 1)
     formats = list(llm.quantizations())
     choices = []
@@ -176,8 +207,10 @@ def _nearest_bytes_reference(
         spec = models[m.model]
         bytes_ = llm_fit.decode_bytes_per_step(spec, quant, ask.context, 1)
         other_shape = not (m.model == ask.model.slug or llm.same_shape(spec, ask.model))
+        move = move_half_widths[1] if other_shape else move_half_widths[0]
         choices.append(
             (
+                round(math.hypot(fit_half_width(m), move), 1),
                 other_shape,
                 abs(math.log(bytes_ / asked)),
                 _covering(m.tokens, ask.context),
@@ -189,7 +222,7 @@ def _nearest_bytes_reference(
         )
     if not choices:
         return None
-    *_, m, spec, quant = min(choices, key=lambda c: c[:4])
+    *_, m, spec, quant = min(choices, key=lambda c: c[:5])
     return m, (spec, quant)
 
 
@@ -259,7 +292,8 @@ def load(
             )
         )
     reference = _train_reference(session, train_precision) if train_precision else None
-    points = _decode_points(measured, rows)  # once for both half-widths
+    points = _decode_points(measured, rows)  # once for the fixed costs and the half-widths
+    fixed = llm_fit.fixed_costs(points)
     return LlmData(
         rows,
         measured,
@@ -268,16 +302,31 @@ def load(
         load_ownership(session, today, max_age_days, every_price),
         today,
         max_age_days,
-        decode_transfer_half_width=llm_fit.transfer_half_width(points, NOMINAL_COVERAGE),
-        decode_move_half_width=llm_fit.context_move_half_width(points, NOMINAL_COVERAGE),
+        decode_transfer_half_width=llm_fit.transfer_half_width(points, NOMINAL_COVERAGE, fixed),
+        decode_move_half_width=llm_fit.context_move_half_width(points, NOMINAL_COVERAGE, fixed),
+        decode_format_half_width=llm_fit.format_move_half_width(points, NOMINAL_COVERAGE, fixed),
+        decode_fixed=fixed,
     )
 
 
 def _decode_points(measured: list[Measured], gpus: list[GpuRow]) -> list[llm_fit.DecodePoint]:
-    """The one-GPU decode results of catalog models with their rooflines: what the decode
-    transfer and context-move half-widths (llm_fit) are measured over."""
+    """The one-GPU decode results of catalog models with their rooflines (and what a token
+    reads: the GPU's bandwidth over it): what the decode fixed costs and the transfer,
+    format- and context-move half-widths (llm_fit) are measured over."""
+    by_slug = {g.slug: g for g in gpus}
+    models = llm.models()
     return [
-        llm_fit.DecodePoint(m.gpu, m.model, m.value.median, roof, m.quant, m.tokens)
+        llm_fit.DecodePoint(
+            m.gpu,
+            m.model,
+            m.value.median,
+            roof,
+            m.quant,
+            m.tokens,
+            by_slug[m.gpu].stack,
+            models[m.model].layers,
+            by_slug[m.gpu].bandwidth_gbs / roof,
+        )
         for m, roof in _one_gpu_rooflines(measured, gpus, "decode")
     ]
 
@@ -289,7 +338,12 @@ def reference_memo(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> DecodeR
     if not isinstance(known, _Unread):
         return known
     with Session(engine) as session:
-        found = decode_reference(session, ask, shared.measured)
+        found = decode_reference(
+            session,
+            ask,
+            shared.measured,
+            (shared.decode_format_half_width, shared.decode_transfer_half_width),
+        )
     if len(shared.references) >= MAX_REFERENCES:
         shared.references.clear()
     shared.references[_reference_key(ask)] = found

@@ -247,13 +247,18 @@ def _measured_band(m: Measured, ref: DecodeReference | None) -> tuple[float, flo
     return m.value.median * math.exp(-half), m.value.median * math.exp(half)
 
 
-def _transfer(data: LlmData) -> float | None:
-    """The log half-width a decode value moved from another model's workload adds to its band
-    (_scaled_decode_reference); None where the decode reference is of the asked model's shape
-    (or there is none)."""
+def _transfer(data: LlmData, ask: llm_fit.Ask) -> float | None:
+    """The log half-width a decode value moved from another model's or format's workload adds
+    to its band (_scaled_decode_reference): how far such moves miss between measured models
+    (llm_fit.transfer_half_width), or between formats of one model where the reference is of
+    the asked model's shape (format_move_half_width: a bfloat16 ask of Llama 3.1 8B from its
+    Q4_K_M workload had added nothing); None where the reference is the ask's own model and
+    bytes (or there is none)."""
     ref = data.decode_reference
     if ref is None or ref.model is None:
         return None
+    if ref.model.slug == ask.model.slug or llm.same_shape(ref.model, ask.model):
+        return data.decode_format_half_width
     return data.decode_transfer_half_width
 
 
@@ -279,13 +284,15 @@ def _reference_source(
     if transfer is not None:
         measured_in = decode.quant.name if decode is not None and decode.quant else "another"
         costs = (
-            f", measured in {measured_in} with {engine}: its per-token costs, moved by bytes"
+            f", measured in {measured_in} with {engine}: its per-token costs, a fixed time per "
+            "layer (learned from cards measured on two or more weights) moved with the layers "
+            "and the rest by bytes"
             if engine
             else ""
         )
         other = (
             f" (another model or format{costs}; its band adds x{math.exp(transfer):.2f} either "
-            "way: how far the roofline ratio misses between models measured on one GPU)"
+            "way: how far such moves miss between models or formats measured on one GPU)"
         )
     if e.basis == "measured":
         return (
@@ -371,8 +378,30 @@ def held_to_decode_ceiling(
         weights_only = llm_fit.decode_ceiling_tokens_per_s(
             ask.model, ask.quant, 0, ask.batch, gpu.bandwidth_gbs, in_parallel
         )
-        reached = ref.envelope * weights_only
+        reached = ref.envelope * weights_only * _envelope_moved(ask, gpu, ref, data.decode_fixed)
     return llm_fit.held_to_ceiling(value, low, high, ceiling, reached)
+
+
+def _envelope_moved(
+    ask: llm_fit.Ask, gpu: GpuRow, ref: DecodeReference, fixed: llm_fit.FixedCosts
+) -> float:
+    """How much more (or less) of the ask's weights-only ceiling the reference's envelope
+    stands for once its fixed per-token time moves with the layers (_fixed_move), not with
+    the bytes: Llama 2 7B in Q4_0, whose best card reached 57% of its ceiling (3.8 GB a token,
+    a third of the time fixed), had held bf16 asks of the same model to 57% of theirs; 1 for
+    a reference of the ask's own model and bytes."""
+    if ref.model is None or ref.quant is None or ref.envelope is None or not ref.envelope > 0:
+        return 1.0
+    one_ref = llm_fit.decode_ceiling_tokens_per_s(ref.model, ref.quant, 0, 1, gpu.bandwidth_gbs, 1)
+    one_ask = llm_fit.decode_ceiling_tokens_per_s(
+        ask.model, ask.quant, 0, ask.batch, gpu.bandwidth_gbs, 1
+    )
+    if not (one_ref > 0 and one_ask > 0):
+        return 1.0
+    fixed_s, layers_ratio = _fixed_move(ask, gpu, ref, fixed)
+    at_ref = ref.envelope * one_ref
+    moved = llm_fit.moved_decode_rate(at_ref, one_ref, one_ask, fixed_s, layers_ratio)
+    return moved / (ref.envelope * one_ask)
 
 
 def held_to_training_envelope(
@@ -435,7 +464,9 @@ def _scaled_reference(
     TRAIN_REFERENCE estimate scaled by FLOPs per token. None without one (a training ask whose
     learned efficiency has data of its own, a measured LLM training result, also takes none)."""
     if ask.phase == "decode":
-        return _scaled_decode_reference(ask, gpu, data.decode_reference, _transfer(data) or 0.0)
+        return _scaled_decode_reference(
+            ask, gpu, data.decode_reference, _transfer(data, ask) or 0.0, data.decode_fixed
+        )
     ref = data.train_reference
     if ask.phase != "train" or learned.efficiency.n or ref is None:
         return None
@@ -455,27 +486,50 @@ def _usable_estimate(estimates: dict[str, Estimate], slug: str) -> Estimate | No
 
 
 def _scaled_decode_reference(
-    ask: llm_fit.Ask, gpu: GpuRow, ref: DecodeReference | None, transfer: float = 0.0
+    ask: llm_fit.Ask,
+    gpu: GpuRow,
+    ref: DecodeReference | None,
+    transfer: float = 0.0,
+    fixed: llm_fit.FixedCosts = llm_fit.NO_FIXED_COSTS,
 ) -> tuple[float, float, float, int] | None:
     """The reference workload's single-GPU estimate x roofline(asked context and batch) /
     roofline(the workload's mean context, batch 1): the model's own GPU, architecture, stack
     and board-power terms and its calibrated band, moved along the roofline only by the KV
-    traffic the context adds (the weights are the same bytes). A reference of another model
-    (ref.model set) moves by the two models' rooflines too, and its band widens in quadrature
-    by `transfer` (_transfer: how far that move misses between measured models; 0 for a
-    reference of the asked model's shape)."""
+    traffic the context adds (the weights are the same bytes). A reference of another model or
+    format (ref.model set) moves by the two rooflines too, its stack's fixed per-token time
+    moving with the layers instead (_fixed_move), and its band widens in quadrature by
+    `transfer` (_transfer: how far such moves miss between measured models or formats)."""
     e = _usable_estimate(ref.estimates, gpu.slug) if ref is not None else None
     if ref is None or e is None:
         return None
     reference = _decode_roof(
         gpu, ref.model or ask.model, ref.quant or ask.quant, ref.mean_context, 1
     )
-    if not reference > 0:
+    asked = _decode_roof(gpu, ask.model, ask.quant, ask.context, ask.batch)
+    if not (reference > 0 and asked > 0):
         return None
-    one = e.value * _decode_roof(gpu, ask.model, ask.quant, ask.context, ask.batch) / reference
+    fixed_s, layers_ratio = _fixed_move(ask, gpu, ref, fixed)
+    one = llm_fit.moved_decode_rate(e.value, reference, asked, fixed_s, layers_ratio)
     below = math.hypot(math.log(e.value / e.low), transfer)
     above = math.hypot(math.log(e.high / e.value), transfer)
     return one, below, above, e.n
+
+
+def _fixed_move(
+    ask: llm_fit.Ask, gpu: GpuRow, ref: DecodeReference, fixed: llm_fit.FixedCosts
+) -> tuple[float, float]:
+    """(the reference's fixed seconds per token on this GPU, asked over reference layers per
+    token of a step's batch) for a move from another model or format (ref.model set); (0, 1)
+    for a move of the ask's own model and bytes along the context and batch alone, which keeps
+    the whole time in proportion: within one model and format, time per token grows with the
+    context faster than its KV bytes do (llama.cpp's attention), and the proportional move
+    misses by less (80% of such moves within x1.08 on the shipped corpus, x1.11 with the
+    fixed time kept)."""
+    if ref.model is None:
+        return 0.0, 1.0
+    per_layer = fixed.per_layer_s(gpu.stack)
+    layers = ask.model.layers / ref.model.layers if ref.model.layers else 1.0
+    return per_layer * ref.model.layers, layers / max(ask.batch, 1)
 
 
 def _decode_roof(
