@@ -42,7 +42,7 @@ Design decisions:
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 HOURS_PER_YEAR = 365 * 24
@@ -186,6 +186,21 @@ def extra_platform_usd(
     if box is None or pc is None:
         return None
     return max(box.usd - pc.usd, 0.0)
+
+
+def affordable_count(
+    usd: float, most: int, budget: float, box: Callable[[int], float | None]
+) -> int:
+    """How many GPUs at `usd` each (at most `most`) a budget buys with the box `n` of them
+    need beyond a one-GPU PC (`box(n)`, as a recommendation counts it: budget_extra_usd; None:
+    no sourced box holds them); 1 where no more fit. Counted as the budget over the price
+    alone, 3 x Arc Pro B60 at $499 were named as beating the first answer for $1,500, where
+    the box for 3 GPUs adds $1,079."""
+    for n in range(min(most, int(budget // usd)), 1, -1):
+        extra = box(n)
+        if extra is not None and n * usd + extra <= budget:
+            return n
+    return 1
 
 
 def budget_extra_usd(

@@ -22,7 +22,7 @@ from service.domain.recommend import (
     why_lead,
     within_budget,
 )
-from service.domain.tco import CostSettings, budget_extra_usd, per_watt
+from service.domain.tco import CostSettings, affordable_count, budget_extra_usd, per_watt
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import (
     cost_key,
@@ -426,11 +426,17 @@ def _kept_out(snapshot: Snapshot, pool: _Pool, ask: RecommendationAsk, top: floa
         partial(_may_be_kept_out, snapshot, ask, max_gpus),
     )
     faster = []
+    platforms = snapshot.ownership.platforms
     for c, reason, by_count in candidates:
         if max(by_count) <= top:
             break  # none after it reaches the first answer at any count
         old = c.shown_price  # by_count runs to max_gpus only for a card priced that way
-        count = max(1, min(len(by_count), int(budget // old.usd))) if old is not None else 1
+
+        def box(n: int, c: Candidate = c) -> float | None:
+            included = c.availability.platform_included
+            return budget_extra_usd(platforms, n, ask.costs, included, c.tdp_w)
+
+        count = affordable_count(old.usd, len(by_count), budget, box) if old is not None else 1
         if by_count[count - 1] > top:
             faster.append((c, reason))
     if not faster:

@@ -2,7 +2,13 @@
 
 import pytest
 
-from service.domain.tco import PlatformCost, extra_platform_usd, per_watt, platform_for
+from service.domain.tco import (
+    PlatformCost,
+    affordable_count,
+    extra_platform_usd,
+    per_watt,
+    platform_for,
+)
 
 BOXES = {
     1: PlatformCost(1, 865.0, 850, "pc"),
@@ -48,3 +54,17 @@ def test_per_watt_counts_every_gpu_and_needs_a_stated_tdp() -> None:
     assert per_watt(900.0, 450.0, 1) == 2.0
     assert per_watt(900.0, 450.0, 2) == 1.0  # two cards draw twice the TDP
     assert per_watt(900.0, None, 1) is None and per_watt(900.0, 0.0, 1) is None
+
+
+def test_a_count_the_budget_buys_counts_the_box_it_needs():
+    """3 x $499 fit $1,500 by price alone; with the $1,079 box three GPUs need beyond a PC
+    they do not, and neither do two ($998 + $624)."""
+
+    def box(n: int) -> float | None:
+        return extra_platform_usd(BOXES, n)
+
+    assert affordable_count(499.0, 4, 1500.0, box) == 1
+    assert affordable_count(499.0, 4, 5000.0, box) == 4  # 4 x $499 + $1,620
+    assert affordable_count(499.0, 2, 5000.0, box) == 2  # at most `most`
+    assert affordable_count(1000.0, 8, 5000.0, box) == 3  # no sourced box holds five
+    assert affordable_count(499.0, 4, 5000.0, lambda n: None) == 1  # no box holds two or more
