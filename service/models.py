@@ -230,6 +230,8 @@ class Platform(SQLModel, table=True):
     host_usd: float | None = None
     psu_w: float | None = None
     psu_usd: float | None = None
+    host_w: float | None = None  # the host CPU's TDP: what the supplies carry beside the GPUs
+    host_w_source: str | None = Field(default=None, max_length=1024)
     chassis_usd: float | None = None
     source: str = Field(max_length=1024)
     observed_at: date | None = None

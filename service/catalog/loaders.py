@@ -31,6 +31,9 @@ class PlatformSeed(BaseModel):
     host_usd: float | None = Field(None, ge=0)
     psu_w: float | None = Field(None, gt=0)
     psu_usd: float | None = Field(None, ge=0)
+    # the host's CPU TDP, W: what the supplies carry beside the GPUs (PRICES.md)
+    host_w: float | None = Field(None, gt=0, le=10_000)
+    host_w_source: str | None = Field(None, max_length=1024)
     chassis_usd: float | None = Field(None, ge=0)
     source: str = Field(min_length=1, max_length=1024)
     observed_at: date | None = None

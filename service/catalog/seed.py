@@ -170,11 +170,16 @@ def seed(engine: Engine, results: bool = True) -> SeedReport:
                 session.add(ScalingProfile(**profile.model_dump()))
                 report.scaling_profiles += 1
 
-        known_platforms = set(session.exec(select(Platform.gpu_count)).all())
+        known_platforms = {p.gpu_count: p for p in session.exec(select(Platform)).all()}
         for platform in loaders.load_platforms():
-            if platform.gpu_count not in known_platforms:
+            stored_platform = known_platforms.get(platform.gpu_count)
+            if stored_platform is None:
                 session.add(Platform(**platform.model_dump()))
                 report.platforms += 1
+            elif stored_platform.host_w is None and stored_platform.source == platform.source:
+                # stored before platforms stated their host's power
+                stored_platform.host_w = platform.host_w
+                stored_platform.host_w_source = platform.host_w_source
         session.flush()
         if results:  # measured data: published calibrations and the measured corpus
             report.calibrations = seed_calibrations(session)

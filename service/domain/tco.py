@@ -87,6 +87,7 @@ class PlatformCost:
     usd: float
     psu_w: float | None
     source: str
+    host_w: float | None = None  # its host CPU's TDP, where the source names the CPU
 
 
 @dataclass(frozen=True)
@@ -149,10 +150,12 @@ class Ownership:
 
 def powers(box: PlatformCost, count: int, tdp_w: float | None, host_w: float = 0.0) -> bool:
     """Whether the box's power supplies (where the source states them) carry `count` GPUs of
-    `tdp_w` each (where stated) and the host's `host_w` (the asker's host_power_w, where given):
-    7 x RTX 5090 (4,025 W) fit the 4,200 W of the 8-GPU box's supplies only with 175 W left for
-    its EPYC, memory and fans."""
-    return box.psu_w is None or not tdp_w or box.psu_w >= tdp_w * count + host_w
+    `tdp_w` each (where stated) and the host: the asker's `host_w` (host_power_w) where given,
+    else the box's own CPU TDP (PlatformCost.host_w). 7 x RTX 5090 (4,025 W) had been put in
+    the 8-GPU box, whose 4,200 W of supplies then leave 175 W for its 200 W EPYC 7443P, its
+    memory and its fans; they need a bigger box, and none is sourced."""
+    host = host_w or box.host_w or 0.0
+    return box.psu_w is None or not tdp_w or box.psu_w >= tdp_w * count + host
 
 
 def platform_for(

@@ -41,7 +41,7 @@ def platform_costs(session: Session) -> dict[int, PlatformCost]:
     for p in session.exec(select(Platform)).all():
         parts = [v for v in (p.host_usd, p.psu_usd, p.chassis_usd) if v is not None]
         if parts:
-            out[p.gpu_count] = PlatformCost(p.gpu_count, sum(parts), p.psu_w, p.source)
+            out[p.gpu_count] = PlatformCost(p.gpu_count, sum(parts), p.psu_w, p.source, p.host_w)
     return out
 
 

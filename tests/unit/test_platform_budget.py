@@ -8,6 +8,7 @@ from service.domain.tco import (
     extra_platform_usd,
     per_watt,
     platform_for,
+    powers,
 )
 
 BOXES = {
@@ -68,3 +69,13 @@ def test_a_count_the_budget_buys_counts_the_box_it_needs():
     assert affordable_count(499.0, 2, 5000.0, box) == 2  # at most `most`
     assert affordable_count(1000.0, 8, 5000.0, box) == 3  # no sourced box holds five
     assert affordable_count(499.0, 4, 5000.0, lambda n: None) == 1  # no box holds two or more
+
+
+def test_the_supplies_carry_the_hosts_cpu_too():
+    """The box's own CPU TDP counts beside the GPUs unless the asker states the host's power:
+    7 x RTX 5090 (4,025 W) and an EPYC 7443P (200 W) are more than 4,200 W of supplies."""
+    eight = PlatformCost(8, 5242.0, 4200, "eight", host_w=200.0)
+    assert not powers(eight, 7, 575)
+    assert powers(eight, 6, 575)  # 3,450 + 200 W
+    assert powers(eight, 7, 575, host_w=150.0)  # the asker's host_power_w instead of the box's
+    assert powers(PlatformCost(8, 5242.0, 4200, "eight"), 7, 575)  # no CPU named: GPUs only

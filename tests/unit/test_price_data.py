@@ -87,8 +87,8 @@ PLATFORM_PARTS = ("host_usd", "psu_usd", "chassis_usd")
 def test_platforms_header() -> None:
     with (CATALOG / "platforms.csv").open(encoding="utf-8") as fh:
         header = fh.readline().strip().split(",")
-    expected = ["gpu_count", "host_usd", "psu_w", "psu_usd", "chassis_usd", "cards", "source"]
-    assert header == [*expected, "observed_at", "note"]
+    expected = ["gpu_count", "host_usd", "psu_w", "psu_usd", "host_w", "chassis_usd", "cards"]
+    assert header == [*expected, "source", "observed_at", "note", "host_w_source"]
 
 
 def test_platforms_cover_the_multi_gpu_counts() -> None:
@@ -114,6 +114,9 @@ def test_platform_row_rules(row: dict[str, str]) -> None:
     assert any(row[c] for c in PLATFORM_PARTS), "a row prices at least one part"
     if row["psu_usd"]:
         assert row["psu_w"], "a priced power supply names its rating"
+    if row["host_w"]:
+        assert row["host_w_source"].strip(), "a host power names the CPU and its source"
+        assert 0 < float(row["host_w"]) < 1000, "one host CPU's TDP, not the box's"
 
 
 @pytest.mark.parametrize("row", PLATFORMS, ids=lambda r: f"{r['gpu_count']}gpu:{r['observed_at']}")

@@ -205,7 +205,19 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
             f"{(lowest.gpu.tdp_w or 0.0) * lowest.count:g} W TDP"
             + (f" + {host:g} W host" if (host := limits.costs.host_power_w) else "")
         )
-    cheapest = min(powered, key=lambda o: (_cost(o, data, limits.costs), o.gpu.slug))
+    # as _affordable: N cards no sourced box holds (or powers) are not offered, so not named
+    boxed = [
+        o for o in powered if o.count == 1 or platform_extra(o, data, limits.costs) is not None
+    ]
+    if not boxed:
+        unboxed = min(powered, key=lambda o: (_cost(o, data, limits.costs), o.gpu.slug))
+        return (
+            f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) has a sourced box: "
+            f"none in platforms.csv holds {unboxed.count} x {unboxed.gpu.slug} with power "
+            f"supplies for their {(unboxed.gpu.tdp_w or 0.0) * unboxed.count:g} W TDP and the "
+            "host's (platform_usd prices a box of your own)"
+        )
+    cheapest = min(boxed, key=lambda o: (_cost(o, data, limits.costs), o.gpu.slug))
     p = cheapest.gpu.price
     assert p is not None
     extra = platform_extra(cheapest, data, limits.costs)
