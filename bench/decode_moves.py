@@ -59,6 +59,7 @@ def main() -> None:
         tmp.cleanup()
     points = _load._decode_points(data.measured, data.gpus)
     everyone = llm_fit.fixed_costs(points)
+    held_out = llm_fit.held_out_fixed_costs(points)  # what the service's bands are scored with
     print(
         f"{len(points)} one-GPU decode results; fixed time per layer (ms), in-sample: "
         + ", ".join(f"{s} {a * 1e3:.3f}" for s, a in sorted(everyone.by_stack.items()))
@@ -70,7 +71,7 @@ def main() -> None:
         inside: list[float] = []
         held: list[float] = []
         for gpu in sorted({p.gpu for p in points}):
-            without = llm_fit.fixed_costs([p for p in points if p.gpu != gpu])
+            without = held_out(gpu)
             same = [p for p in points if p.gpu == gpu]
             for a in same:
                 for b in same:

@@ -90,6 +90,13 @@ def client(db: Engine, settings: Settings) -> Iterator[TestClient]:
         yield test_client
 
 
+@pytest.fixture
+def fresh_client(db: Engine, database_url: str) -> Iterator[TestClient]:
+    """The default 180-day price window (`client` widens it for the catalog's old prices)."""
+    with TestClient(create_app(Settings(database_url=database_url))) as test_client:
+        yield test_client
+
+
 class Keys:
     """Secrets of freshly created API keys, and Authorization headers for them."""
 

@@ -513,59 +513,83 @@ def moved_decode_rate(
     more than what the time leaves beyond the bandwidth's own, 1 / from_roof) moves with the
     layers (`layers_ratio`, asked over measured), the rest with the roofline's time, from_roof
     / to_roof. With no fixed time, the old move: value x to_roof / from_roof."""
+    if not (value > 0 and from_roof > 0 and to_roof > 0) or math.isinf(to_roof):
+        return math.nan  # no rate to move, or none to move it to: the caller leaves it out
     t = 1.0 / value
     fixed = min(max(fixed_s, 0.0), max(t - 1.0 / from_roof, 0.0)) if math.isfinite(fixed_s) else 0
-    return 1.0 / (fixed * layers_ratio + (t - fixed) * from_roof / to_roof)
+    moved_s = fixed * layers_ratio + (t - fixed) * from_roof / to_roof
+    return 1.0 / moved_s if moved_s > 0 else math.nan
 
 
 def transfer_half_width(
-    points: Iterable[DecodePoint], coverage: float, fixed: FixedCosts = NO_FIXED_COSTS
+    points: Iterable[DecodePoint],
+    coverage: float,
+    fixed_for: Callable[[str], FixedCosts] | None = None,
 ) -> float:
     """The conformal `coverage` quantile of |log error| of moving one model's measured decode
     rate to another model's on the same GPU along their rooflines (moved_decode_rate, with
-    the stack's `fixed` costs), over every such pair; 0 with none (then no model was measured
-    beside another on one GPU)."""
-    return _roofline_move_half_width(points, coverage, lambda a, b: a.model != b.model, fixed)
+    the fixed costs `fixed_for` gives for the GPU: held_out_fixed_costs, as a card nobody
+    measured gets them), over every such pair; 0 with none (then no model was measured beside
+    another on one GPU)."""
+    return _roofline_move_half_width(points, coverage, lambda a, b: a.model != b.model, fixed_for)
 
 
 def format_move_half_width(
-    points: Iterable[DecodePoint], coverage: float, fixed: FixedCosts = NO_FIXED_COSTS
+    points: Iterable[DecodePoint],
+    coverage: float,
+    fixed_for: Callable[[str], FixedCosts] | None = None,
 ) -> float:
     """The same quantile for moving a measured decode rate to another format of the same model
     on the same GPU (Llama 3 8B Q4_K_M to F16): what a value moved to a format nothing
     measured adds to its band."""
     return _roofline_move_half_width(
-        points, coverage, lambda a, b: a.model == b.model and a.quant != b.quant, fixed
+        points, coverage, lambda a, b: a.model == b.model and a.quant != b.quant, fixed_for
     )
 
 
-def context_move_half_width(
-    points: Iterable[DecodePoint], coverage: float, fixed: FixedCosts = NO_FIXED_COSTS
-) -> float:
+def context_move_half_width(points: Iterable[DecodePoint], coverage: float) -> float:
     """The same quantile for moving a measured decode rate to another context of the same
-    model and format on the same GPU (a llama-bench tg512 result to tg8192): what a measured
-    value moved to an asked context or batch it was not measured at adds to its band; 0 with
-    no model measured at two token counts on one GPU."""
+    model and format on the same GPU (a llama-bench tg512 result to tg8192), the whole time in
+    proportion, as such a move is made (_fixed_move): what a measured value moved to an asked
+    context or batch it was not measured at adds to its band; 0 with no model measured at two
+    token counts on one GPU."""
     return _roofline_move_half_width(
         points,
         coverage,
         lambda a, b: a.model == b.model and a.quant == b.quant and a.tokens != b.tokens,
-        fixed,
     )
+
+
+def held_out_fixed_costs(points: Iterable[DecodePoint]) -> Callable[[str], FixedCosts]:
+    """gpu -> FixedCosts learned without that GPU's points: what a card nobody measured gets,
+    so that a move's error on a GPU is scored as it is made for one."""
+    kept = list(points)
+    learned: dict[str, FixedCosts] = {}
+
+    def without(gpu: str) -> FixedCosts:
+        if gpu not in learned:
+            learned[gpu] = fixed_costs([p for p in kept if p.gpu != gpu])
+        return learned[gpu]
+
+    return without
 
 
 def _roofline_move_half_width(
     points: Iterable[DecodePoint],
     coverage: float,
     pair: Callable[[DecodePoint, DecodePoint], bool],
-    fixed: FixedCosts = NO_FIXED_COSTS,
+    fixed_for: Callable[[str], FixedCosts] | None = None,
 ) -> float:
     by_gpu: dict[str, list[DecodePoint]] = {}
     for p in points:
         if p.measured > 0 and p.roofline > 0:
             by_gpu.setdefault(p.gpu, []).append(p)
     errors = [
-        abs(math.log(b.measured / moved_between(a, b, fixed)))
+        abs(
+            math.log(
+                b.measured / moved_between(a, b, fixed_for(a.gpu) if fixed_for else NO_FIXED_COSTS)
+            )
+        )
         for same in by_gpu.values()
         for a in same
         for b in same

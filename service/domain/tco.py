@@ -42,7 +42,7 @@ Design decisions:
 
 import math
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 HOURS_PER_YEAR = 365 * 24
@@ -148,13 +148,13 @@ class Ownership:
     notes: tuple[str, ...] = field(default=())
 
 
-def powers(box: PlatformCost, count: int, tdp_w: float | None, host_w: float = 0.0) -> bool:
+def powers(box: PlatformCost, count: int, tdp_w: float | None, host_w: float | None = None) -> bool:
     """Whether the box's power supplies (where the source states them) carry `count` GPUs of
     `tdp_w` each (where stated) and the host: the asker's `host_w` (host_power_w) where given,
     else the box's own CPU TDP (PlatformCost.host_w). 7 x RTX 5090 (4,025 W) had been put in
     the 8-GPU box, whose 4,200 W of supplies then leave 175 W for its 200 W EPYC 7443P, its
     memory and its fans; they need a bigger box, and none is sourced."""
-    host = host_w or box.host_w or 0.0
+    host = host_w if host_w is not None else (box.host_w or 0.0)
     return box.psu_w is None or not tdp_w or box.psu_w >= tdp_w * count + host
 
 
@@ -162,7 +162,7 @@ def platform_for(
     platforms: Mapping[int, PlatformCost],
     count: int,
     tdp_w: float | None = None,
-    host_w: float = 0.0,
+    host_w: float | None = None,
 ) -> PlatformCost | None:
     """The sourced box for `count` GPUs of `tdp_w` each: its own row, else the cheapest that
     holds more, of those whose stated power supplies carry their draw. 8 x RTX 5090 (4,600 W)
@@ -178,7 +178,7 @@ def extra_platform_usd(
     platforms: Mapping[int, PlatformCost],
     count: int,
     tdp_w: float | None = None,
-    host_w: float = 0.0,
+    host_w: float | None = None,
 ) -> float | None:
     """What `count` GPUs of `tdp_w` each cost in platform beyond a one-GPU PC: 0 for one GPU;
     None when no sourced box holds `count` (and carries their draw) or no one-GPU PC is
@@ -192,18 +192,20 @@ def extra_platform_usd(
 
 
 def affordable_count(
-    usd: float, most: int, budget: float, box: Callable[[int], float | None]
+    usd: float, counts: Sequence[int], budget: float, box: Callable[[int], float | None]
 ) -> int:
-    """How many GPUs at `usd` each (at most `most`) a budget buys with the box `n` of them
-    need beyond a one-GPU PC (`box(n)`, as a recommendation counts it: budget_extra_usd; None:
-    no sourced box holds them); 1 where no more fit. Counted as the budget over the price
-    alone, 3 x Arc Pro B60 at $499 were named as beating the first answer for $1,500, where
-    the box for 3 GPUs adds $1,079."""
-    for n in range(min(most, int(budget // usd)), 1, -1):
+    """The largest of `counts` (ascending, the first a single unit) of GPUs at `usd` each that
+    a budget buys with the box they need beyond a one-GPU PC (`box(n)`, as a recommendation
+    counts it: budget_extra_usd; None: no sourced box holds them); the first where no more
+    fit. Counted as the budget over the price alone, 3 x Arc Pro B60 at $499 were named as
+    beating the first answer for $1,500, where the box for 3 GPUs adds $1,079."""
+    for n in sorted(counts, reverse=True):
+        if n <= 1:
+            break
         extra = box(n)
         if extra is not None and n * usd + extra <= budget:
             return n
-    return 1
+    return counts[0]
 
 
 def budget_extra_usd(
@@ -219,7 +221,7 @@ def budget_extra_usd(
     `count` GPUs of `tdp_w` each."""
     if included is not None or (settings is not None and settings.platform_usd is not None):
         return 0.0
-    host_w = (settings.host_power_w if settings is not None else None) or 0.0
+    host_w = settings.host_power_w if settings is not None else None
     return extra_platform_usd(platforms, count, tdp_w, host_w)
 
 

@@ -72,7 +72,7 @@ def costed(
         throughput,
         unit,
         costs,
-        platform_for(data.platforms, count, tdp_w),
+        platform_for(data.platforms, count, tdp_w, costs.host_power_w),
         retention,
         included,
         None if worth is None else worth * count,

@@ -428,7 +428,7 @@ def _kept_out(snapshot: Snapshot, pool: _Pool, ask: RecommendationAsk, top: floa
     faster = []
     platforms = snapshot.ownership.platforms
     for c, reason, by_count in candidates:
-        if max(by_count) <= top:
+        if max(by_count.values()) <= top:
             break  # none after it reaches the first answer at any count
         old = c.shown_price  # by_count runs to max_gpus only for a card priced that way
 
@@ -436,8 +436,9 @@ def _kept_out(snapshot: Snapshot, pool: _Pool, ask: RecommendationAsk, top: floa
             included = c.availability.platform_included
             return budget_extra_usd(platforms, n, ask.costs, included, c.tdp_w)
 
-        count = affordable_count(old.usd, len(by_count), budget, box) if old is not None else 1
-        if by_count[count - 1] > top:
+        counts = sorted(by_count)
+        count = affordable_count(old.usd, counts, budget, box) if old is not None else counts[0]
+        if by_count[count] > top:
             faster.append((c, reason))
     if not faster:
         return []  # the common case: nothing kept out beats the first answer
@@ -488,13 +489,13 @@ def _stale_or_unpriced_unit(c: Candidate) -> bool:
 
 def _may_be_kept_out(
     snapshot: Snapshot, ask: RecommendationAsk, max_gpus: int
-) -> list[tuple[Candidate, str | None, tuple[float, ...]]]:
+) -> list[tuple[Candidate, str | None, dict[int, float]]]:
     """The candidates _kept_out may name, each with why availability excludes it: not
     purchasable within `max_gpus` (the reason), or without a current price (None) where it has
     an older one or is sold in units of N; and its throughput by count: a card with only an
-    older price at 1..max_gpus as the ask's mode and framework scale it, anything else one unit
-    (N x one GPU for a GPU sold in units of N). Fastest first at its best count (ties by
-    slug)."""
+    older price at the counts the ask's mode and framework run (snapshot.job_counts, which
+    may skip some), anything else one unit, keyed 1 (N x one GPU for a GPU sold in units of
+    N). Fastest first at its best count (ties by slug)."""
     kept_out = []
     for c in snapshot.candidates:
         reason = exclusion(c.slug, c.availability, max_gpus)
@@ -506,12 +507,12 @@ def _may_be_kept_out(
         counts = (
             snapshot.job_counts(c.availability, max_gpus, ask.mode) if older_priced_card else []
         )
-        by_count = [
-            snapshot.configuration(ask.mode, ask.framework, c, n).throughput for n in counts
-        ]
+        by_count = {
+            n: snapshot.configuration(ask.mode, ask.framework, c, n).throughput for n in counts
+        }
         # one unit stands for anything else, and for a cloud-only GPU, which has no count to buy
-        kept_out.append((c, reason, tuple(by_count or [_unit_throughput(c)])))
-    return sorted(kept_out, key=lambda kept: (-max(kept[2]), kept[0].slug))
+        kept_out.append((c, reason, by_count or {1: _unit_throughput(c)}))
+    return sorted(kept_out, key=lambda kept: (-max(kept[2].values()), kept[0].slug))
 
 
 def _unit_throughput(c: Candidate) -> float:

@@ -3,21 +3,9 @@
 import re
 from datetime import timedelta
 
-import pytest
-from fastapi.testclient import TestClient
-
-from service.core.settings import Settings
-from service.main import create_app
 from service.read_model.snapshot import utc_today
 
 WORKLOAD = {"workload": "resnet50-train", "max_gpus": 1, "limit": 50}
-
-
-@pytest.fixture
-def fresh_client(db, database_url):
-    """The default 180-day window (the shared fixture widens it for the catalog's old prices)."""
-    with TestClient(create_app(Settings(database_url=database_url))) as client:
-        yield client
 
 
 def _price(client, admin, gpu, usd, condition, days_ago):

@@ -550,3 +550,20 @@ def test_resale_never_passes_what_the_card_will_be_worth_by_its_launch_price():
     assert worth_after(4795.0, None, 1.85, retention, 3.0) is None
     assert worth_after(4795.0, 1999.0, 1.85, None, 3.0) is None
     assert worth_after(1999.0, 1999.0, 1.85, retention, 3.0) is None  # at launch price
+
+
+@pytest.mark.parametrize("host_power_w", [None, 0, 150, 600])
+def test_a_row_is_costed_in_the_box_its_budget_counted(fresh_client, host_power_w):
+    """The box a configuration's budget counts (with the asker's host_power_w, else the box's
+    own CPU) is the one its cost of ownership counts: with host_power_w=150 the 8-GPU box's
+    supplies carry 7 x RTX 5090 beside it, and the row had said '+ $3,836 for the box' and
+    then 'no sourced platform cost for 7 GPU(s): platform counted as $0'."""
+    ask = {"workload": "resnet50-train", "budget": 40000, "max_gpus": 8}
+    if host_power_w is not None:
+        ask["host_power_w"] = host_power_w
+    rows = fresh_client.get("/recommend", params=ask).json()["recommendations"]
+    assert rows
+    for r in rows:
+        if r["count"] > 1 and "for the box of" in r["why"]:
+            assert "no sourced platform cost" not in r["why"], r["why"]
+            assert r["platform_usd"] > 0, r

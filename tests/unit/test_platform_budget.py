@@ -59,16 +59,18 @@ def test_per_watt_counts_every_gpu_and_needs_a_stated_tdp() -> None:
 
 def test_a_count_the_budget_buys_counts_the_box_it_needs():
     """3 x $499 fit $1,500 by price alone; with the $1,079 box three GPUs need beyond a PC
-    they do not, and neither do two ($998 + $624)."""
+    they do not, and neither do two ($998 + $624). Counts are those the ask runs, which may
+    skip some (tensor-parallel decode: 1, 2, 4, 8)."""
 
     def box(n: int) -> float | None:
         return extra_platform_usd(BOXES, n)
 
-    assert affordable_count(499.0, 4, 1500.0, box) == 1
-    assert affordable_count(499.0, 4, 5000.0, box) == 4  # 4 x $499 + $1,620
-    assert affordable_count(499.0, 2, 5000.0, box) == 2  # at most `most`
-    assert affordable_count(1000.0, 8, 5000.0, box) == 3  # no sourced box holds five
-    assert affordable_count(499.0, 4, 5000.0, lambda n: None) == 1  # no box holds two or more
+    assert affordable_count(499.0, [1, 2, 3, 4], 1500.0, box) == 1
+    assert affordable_count(499.0, [1, 2, 3, 4], 5000.0, box) == 4  # 4 x $499 + $1,620
+    assert affordable_count(499.0, [1, 2], 5000.0, box) == 2  # at most the largest count
+    assert affordable_count(1000.0, list(range(1, 9)), 5000.0, box) == 3  # no box holds five
+    assert affordable_count(499.0, [1, 2, 4, 8], 3000.0, box) == 2  # 4 x $499 + $1,620 > $3,000
+    assert affordable_count(499.0, [1, 2, 3, 4], 5000.0, lambda n: None) == 1  # no box
 
 
 def test_the_supplies_carry_the_hosts_cpu_too():
@@ -78,4 +80,5 @@ def test_the_supplies_carry_the_hosts_cpu_too():
     assert not powers(eight, 7, 575)
     assert powers(eight, 6, 575)  # 3,450 + 200 W
     assert powers(eight, 7, 575, host_w=150.0)  # the asker's host_power_w instead of the box's
+    assert powers(eight, 7, 575, host_w=0.0)  # an asker's 0 W is theirs to state
     assert powers(PlatformCost(8, 5242.0, 4200, "eight"), 7, 575)  # no CPU named: GPUs only

@@ -7,6 +7,7 @@ from dataclasses import replace
 from service.catalog import llm
 from service.domain import llm_fit, memory
 from service.domain.estimate import figure
+from service.domain.tco import no_box_phrase
 from service.read_model.llm._budget import (
     Limits,
     _affordable,
@@ -112,6 +113,12 @@ def lighter_asks(ask: llm_fit.Ask) -> list[tuple[str, llm_fit.Ask]]:
     return out
 
 
+def _boxed(o: LlmOption, data: LlmData, limits: Limits) -> bool:
+    """As _affordable: N cards that no sourced box holds (or powers) are not offered, so a
+    hint names none."""
+    return o.count == 1 or platform_extra(o, data, limits.costs) is not None
+
+
 def older_price(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, fitting: list[LlmOption]
 ) -> str:
@@ -122,7 +129,7 @@ def older_price(
     and when stale prices are already allowed (they are then current)."""
 
     def usable(o: LlmOption) -> bool:
-        return limits.fast_enough(o) and limits.within_power(o)
+        return limits.fast_enough(o) and limits.within_power(o) and _boxed(o, data, limits)
 
     current = [_cost(o, data, limits.costs) for o in fitting if o.gpu.price and usable(o)]
     every = options(ask, data, limits.max_gpus, framework, False, limits.pool, whole_units=True)
@@ -205,17 +212,13 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
             f"{(lowest.gpu.tdp_w or 0.0) * lowest.count:g} W TDP"
             + (f" + {host:g} W host" if (host := limits.costs.host_power_w) else "")
         )
-    # as _affordable: N cards no sourced box holds (or powers) are not offered, so not named
-    boxed = [
-        o for o in powered if o.count == 1 or platform_extra(o, data, limits.costs) is not None
-    ]
+    boxed = [o for o in powered if _boxed(o, data, limits)]
     if not boxed:
         unboxed = min(powered, key=lambda o: (_cost(o, data, limits.costs), o.gpu.slug))
         return (
             f"nothing that fits {ask.model.slug} ({need:.1f} GB on one GPU) has a sourced box: "
-            f"none in platforms.csv holds {unboxed.count} x {unboxed.gpu.slug} with power "
-            f"supplies for their {(unboxed.gpu.tdp_w or 0.0) * unboxed.count:g} W TDP and the "
-            "host's (platform_usd prices a box of your own)"
+            f"{no_box_phrase(unboxed.count, unboxed.gpu.tdp_w)} and its host (platform_usd "
+            "prices a box of your own)"
         )
     cheapest = min(boxed, key=lambda o: (_cost(o, data, limits.costs), o.gpu.slug))
     p = cheapest.gpu.price

@@ -4,6 +4,7 @@ profiles, and the decode or training reference the ask's estimates scale.
 
 import math
 import re
+import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
@@ -19,7 +20,11 @@ from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory
 from service.domain.prices import PriceObservation, current_price, shown_price
-from service.domain.throughput_model import MIN_CONFORMAL, NOMINAL_COVERAGE
+from service.domain.throughput_model import (
+    DEFAULT_RELATIVE_NOISE,
+    MIN_CONFORMAL,
+    NOMINAL_COVERAGE,
+)
 from service.domain.vocabulary import ConditionChoice, Measurement
 from service.models import Aggregate, Gpu, Price, Result, Workload
 from service.read_model.estimates import estimate_model, estimates_for, model_key
@@ -186,44 +191,50 @@ def _nearest_bytes_reference(
     the throughput model's estimates of one model's token counts differ by more than the
     roofline moves them (an architecture's term is per workload), and Qwen3 8B at 4,096 tokens
     had rested on the Llama 3 8B count nearest in bytes per step while Llama 3.1 8B rested on
-    tg4096. The workload whose value would miss least comes first: the hypotenuse of its
-    throughput-model band (`fit_half_width`, what its estimate for an unmeasured GPU may
-    miss) and of the move's (`move_half_widths`: to another format of one model, to another
-    model), to a tenth (what is closer does not outweigh the asked model's own shape); then one
-    of the asked model's shape, then the nearest in bytes.
-    Llama 3.1 8B at fp8, int8, AWQ or GPTQ had rested on Llama 2 7B Q4_0 tg128 (6 GPUs,
+    tg4096. Of the measured (model, format) pairs, those whose value would miss least by
+    more than REFERENCE_TIE are left out: the hypotenuse of the pair's throughput-model band
+    (`fit_half_width`, the median over its token counts: what its estimate for an unmeasured
+    GPU may miss) and of the move's (`move_half_widths`: to another format of one model, to
+    another model); of the rest, one of the asked model's shape first, then the nearest in
+    bytes. Llama 3.1 8B at fp8, int8, AWQ or GPTQ had rested on Llama 2 7B Q4_0 tg128 (6 GPUs,
     leave-one-out MdAPE 26%, its MHA KV cache making it nearest in bytes at 4,096 tokens)
     rather than Llama 3 8B Q4_K_M (19 GPUs, 4-6%), and Llama 2 7B in bf16 rested on that Q4_0
-    workload, as its own shape, rather than on Llama 3 8B F16, measured on 15 GPUs."""
+    workload, as its own shape, rather than on Llama 3 8B F16, measured on 15 GPUs; bands
+    compared per workload and rounded to a tenth, one spelling of an 8-bit ask flipped between
+    F16 and Q4_K_M on a 0.005 change of a half-width."""
     asked = llm_fit.decode_bytes_per_step(ask.model, ask.quant, ask.context, 1)
     formats = list(llm.quantizations())
-    choices = []
+    groups: dict[tuple[str, str], list[Measured]] = {}
     for m in measured:
-        if m.phase != "decode" or m.count != 1 or m.model not in models:
-            continue
-        quant = memory.find_quantization(m.quant, formats)
+        if m.phase == "decode" and m.count == 1 and m.model in models:
+            groups.setdefault((m.model, m.quant), []).append(m)
+    choices = []
+    for (model, quant_name), runs in groups.items():
+        quant = memory.find_quantization(quant_name, formats)
         if quant is None:
             continue
-        spec = models[m.model]
-        bytes_ = llm_fit.decode_bytes_per_step(spec, quant, ask.context, 1)
-        other_shape = not (m.model == ask.model.slug or llm.same_shape(spec, ask.model))
+        spec = models[model]
+        other_shape = not (model == ask.model.slug or llm.same_shape(spec, ask.model))
+        band = statistics.median(fit_half_width(m) for m in runs)
         move = move_half_widths[1] if other_shape else move_half_widths[0]
-        choices.append(
-            (
-                round(math.hypot(fit_half_width(m), move), 1),
-                other_shape,
-                abs(math.log(bytes_ / asked)),
-                _covering(m.tokens, ask.context),
-                m.workload,
-                m,
-                spec,
-                quant,
-            )
-        )
+        bytes_ = llm_fit.decode_bytes_per_step(spec, quant, ask.context, 1)
+        choices.append((math.hypot(band, move), other_shape, abs(math.log(bytes_ / asked)), runs))
     if not choices:
         return None
-    *_, m, spec, quant = min(choices, key=lambda c: c[:5])
-    return m, (spec, quant)
+    least = min(c[0] for c in choices)
+    kept = [c for c in choices if c[0] <= least + REFERENCE_TIE]
+    *_, runs = min(kept, key=lambda c: (c[1], c[2], c[3][0].workload))
+    m = min(runs, key=lambda r: (_covering(r.tokens, ask.context), r.workload))
+    quant = memory.find_quantization(m.quant, formats)
+    assert quant is not None
+    return m, (models[m.model], quant)
+
+
+# How much more a reference's value may be expected to miss (log) than the least-missing one's
+# and still be taken for being of the asked model's shape, or nearer in bytes: the run-to-run
+# noise the throughput model assumes for one result (5%); bands closer than that are not told
+# apart by the results they rest on.
+REFERENCE_TIE = DEFAULT_RELATIVE_NOISE
 
 
 def load(
@@ -294,6 +305,7 @@ def load(
     reference = _train_reference(session, train_precision) if train_precision else None
     points = _decode_points(measured, rows)  # once for the fixed costs and the half-widths
     fixed = llm_fit.fixed_costs(points)
+    held_out = llm_fit.held_out_fixed_costs(points)  # the half-widths score moves as made cold
     return LlmData(
         rows,
         measured,
@@ -302,9 +314,9 @@ def load(
         load_ownership(session, today, max_age_days, every_price),
         today,
         max_age_days,
-        decode_transfer_half_width=llm_fit.transfer_half_width(points, NOMINAL_COVERAGE, fixed),
-        decode_move_half_width=llm_fit.context_move_half_width(points, NOMINAL_COVERAGE, fixed),
-        decode_format_half_width=llm_fit.format_move_half_width(points, NOMINAL_COVERAGE, fixed),
+        decode_transfer_half_width=llm_fit.transfer_half_width(points, NOMINAL_COVERAGE, held_out),
+        decode_move_half_width=llm_fit.context_move_half_width(points, NOMINAL_COVERAGE),
+        decode_format_half_width=llm_fit.format_move_half_width(points, NOMINAL_COVERAGE, held_out),
         decode_fixed=fixed,
     )
 

@@ -285,8 +285,8 @@ def _reference_source(
         measured_in = decode.quant.name if decode is not None and decode.quant else "another"
         costs = (
             f", measured in {measured_in} with {engine}: its per-token costs, a fixed time per "
-            "layer (learned from cards measured on two or more weights) moved with the layers "
-            "and the rest by bytes"
+            "layer (where one is learned, from cards measured on two or more weights) moved "
+            "with the layers and the rest by bytes"
             if engine
             else ""
         )
