@@ -600,6 +600,15 @@ def _roofline_move_half_width(
 
 def moved_between(a: DecodePoint, b: DecodePoint, fixed: FixedCosts) -> float:
     """a's measured rate moved to b's roofline point, with a's stack's fixed costs."""
-    layers_ratio = b.layers / a.layers if a.layers > 0 and b.layers > 0 else 1.0
-    fixed_s = fixed.per_layer_s(a.stack) * a.layers
+    fixed_s, layers_ratio = fixed_part(fixed, a.stack, a.layers, b.layers)
     return moved_decode_rate(a.measured, a.roofline, b.roofline, fixed_s, layers_ratio)
+
+
+def fixed_part(
+    fixed: FixedCosts, stack: str, from_layers: int, to_layers: int, batch: int = 1
+) -> tuple[float, float]:
+    """(the fixed seconds a token of a `from_layers` model takes on `stack`, what that time is
+    multiplied by at the target: its layers over the source's, per token of a step of `batch`),
+    moved_decode_rate's `fixed_s` and `layers_ratio`."""
+    layers_ratio = to_layers / from_layers if from_layers > 0 and to_layers > 0 else 1.0
+    return fixed.per_layer_s(stack) * from_layers, layers_ratio / max(batch, 1)

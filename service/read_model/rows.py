@@ -5,6 +5,7 @@ answer with these rows, so a field means the same in every answer.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -309,13 +310,24 @@ def platform_extra(snapshot: Snapshot, costs: CostSettings | None) -> ExtraFn:
     """What the budget pays beyond the GPUs (service/domain/tco.py, Budget): the extra box N
     cards need over a one-GPU PC; nothing for GPUs sold as whole platforms or complete
     computers, or when the caller prices the platform (`platform_usd`)."""
-    platforms = snapshot.ownership.platforms
-    # one ask scans many configurations
-    known: dict[tuple[int, str | None, float | None], float | None] = {}
+    box = _box_extra(snapshot, costs)
 
     def extra(config: Configuration) -> float | None:
-        cand = config.candidate
-        key = (config.count, cand.availability.platform_included, cand.tdp_w)
+        return box(config.candidate, config.count)
+
+    return extra
+
+
+def _box_extra(
+    snapshot: Snapshot, costs: CostSettings | None
+) -> Callable[[Candidate, int], float | None]:
+    """budget_extra_usd of `count` of a candidate, kept per (count, what its price includes,
+    TDP): one ask scans many configurations."""
+    platforms = snapshot.ownership.platforms
+    known: dict[tuple[int, str | None, float | None], float | None] = {}
+
+    def extra(cand: Candidate, count: int) -> float | None:
+        key = (count, cand.availability.platform_included, cand.tdp_w)
         if key not in known:
             known[key] = budget_extra_usd(platforms, key[0], costs, key[1], key[2])
         return known[key]
@@ -426,18 +438,17 @@ def _kept_out(snapshot: Snapshot, pool: _Pool, ask: RecommendationAsk, top: floa
         partial(_may_be_kept_out, snapshot, ask, max_gpus),
     )
     faster = []
-    platforms = snapshot.ownership.platforms
+    box = _box_extra(snapshot, ask.costs)
     for c, reason, by_count in candidates:
         if max(by_count.values()) <= top:
             break  # none after it reaches the first answer at any count
         old = c.shown_price  # by_count runs to max_gpus only for a card priced that way
-
-        def box(n: int, c: Candidate = c) -> float | None:
-            included = c.availability.platform_included
-            return budget_extra_usd(platforms, n, ask.costs, included, c.tdp_w)
-
         counts = sorted(by_count)
-        count = affordable_count(old.usd, counts, budget, box) if old is not None else counts[0]
+        count = (
+            affordable_count(old.usd, counts, budget, partial(box, c))
+            if old is not None
+            else counts[0]
+        )
         if by_count[count] > top:
             faster.append((c, reason))
     if not faster:

@@ -191,12 +191,13 @@ def _nearest_bytes_reference(
     the throughput model's estimates of one model's token counts differ by more than the
     roofline moves them (an architecture's term is per workload), and Qwen3 8B at 4,096 tokens
     had rested on the Llama 3 8B count nearest in bytes per step while Llama 3.1 8B rested on
-    tg4096. Of the measured (model, format) pairs, those whose value would miss least by
-    more than REFERENCE_TIE are left out: the hypotenuse of the pair's throughput-model band
-    (`fit_half_width`, the median over its token counts: what its estimate for an unmeasured
-    GPU may miss) and of the move's (`move_half_widths`: to another format of one model, to
-    another model); of the rest, one of the asked model's shape first, then the nearest in
-    bytes. Llama 3.1 8B at fp8, int8, AWQ or GPTQ had rested on Llama 2 7B Q4_0 tg128 (6 GPUs,
+    tg4096. Each measured (model, format) pair is expected to miss by the hypotenuse of its
+    throughput-model band (`fit_half_width`, the median over its measured results, each token
+    count's band once per GPU measured on it: what its estimate for an unmeasured GPU may
+    miss) and of the move's (`move_half_widths`: to another format of one model, to another
+    model); pairs expected to miss by more than REFERENCE_TIE above the least are left out,
+    and of the rest one of the asked model's shape comes first, then the nearest in bytes.
+    Llama 3.1 8B at fp8, int8, AWQ or GPTQ had rested on Llama 2 7B Q4_0 tg128 (6 GPUs,
     leave-one-out MdAPE 26%, its MHA KV cache making it nearest in bytes at 4,096 tokens)
     rather than Llama 3 8B Q4_K_M (19 GPUs, 4-6%), and Llama 2 7B in bf16 rested on that Q4_0
     workload, as its own shape, rather than on Llama 3 8B F16, measured on 15 GPUs; bands
@@ -218,16 +219,15 @@ def _nearest_bytes_reference(
         band = statistics.median(fit_half_width(m) for m in runs)
         move = move_half_widths[1] if other_shape else move_half_widths[0]
         bytes_ = llm_fit.decode_bytes_per_step(spec, quant, ask.context, 1)
-        choices.append((math.hypot(band, move), other_shape, abs(math.log(bytes_ / asked)), runs))
+        miss = math.hypot(band, move)
+        choices.append((miss, other_shape, abs(math.log(bytes_ / asked)), runs, spec, quant))
     if not choices:
         return None
     least = min(c[0] for c in choices)
     kept = [c for c in choices if c[0] <= least + REFERENCE_TIE]
-    *_, runs = min(kept, key=lambda c: (c[1], c[2], c[3][0].workload))
+    *_, runs, spec, quant = min(kept, key=lambda c: (c[1], c[2], c[3][0].workload))
     m = min(runs, key=lambda r: (_covering(r.tokens, ask.context), r.workload))
-    quant = memory.find_quantization(m.quant, formats)
-    assert quant is not None
-    return m, (models[m.model], quant)
+    return m, (spec, quant)
 
 
 # How much more a reference's value may be expected to miss (log) than the least-missing one's

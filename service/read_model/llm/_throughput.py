@@ -527,9 +527,7 @@ def _fixed_move(
     fixed time kept)."""
     if ref.model is None:
         return 0.0, 1.0
-    per_layer = fixed.per_layer_s(gpu.stack)
-    layers = ask.model.layers / ref.model.layers if ref.model.layers else 1.0
-    return per_layer * ref.model.layers, layers / max(ask.batch, 1)
+    return llm_fit.fixed_part(fixed, gpu.stack, ref.model.layers, ask.model.layers, ask.batch)
 
 
 def _decode_roof(
