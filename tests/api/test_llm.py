@@ -5,11 +5,15 @@ import re
 import statistics
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlmodel import Session
 from typer.testing import CliRunner
 
+from service.catalog.seed import seed
 from service.cli import app as cli_app
+from service.core.settings import Settings
 from service.domain import llm_fit
+from service.main import create_app
 
 TERMS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "lora_adapters")
 
@@ -240,6 +244,31 @@ def test_recommend_explains_when_nothing_fits(client):
         "/recommend", params={"budget": 3000, "model": "llama-3.1-8b", "min_tokens_per_s": 1e8}
     ).json()
     assert slow["recommendations"] == [] and "reaches" in slow["hint"]
+
+
+def test_the_fastest_and_lowest_draw_named_by_an_empty_answer_are_offered(db, database_url):
+    """'the fastest that fits' and 'the lowest draw' name a configuration /recommend offers when
+    asked for that speed or that draw: not a count no sourced box holds or powers. On the
+    shipped corpus, 8 x RTX 5090 (4,600 W against the 8-GPU box's 4,200 W of supplies) had been
+    named the fastest for Llama-3.1-405B Q4_K_M."""
+    seed(db)  # the measured corpus: the estimates /recommend answers with out of the box
+    ask = {"budget": 10**6, "model": "llama-3.1-405b", "quant": "q4_k_m", "max_gpus": 8}
+    with TestClient(create_app(Settings(database_url=database_url))) as client:
+        slow = client.get("/recommend", params=ask | {"min_tokens_per_s": 1e6}).json()
+        found = re.search(r"the fastest that fits is (\d+) x (\S+) at ~([\d,.]+) ", slow["hint"])
+        assert slow["recommendations"] == [] and found, slow["hint"]
+        speed = float(found[3].replace(",", ""))
+        offered = client.get("/recommend", params=ask | {"min_tokens_per_s": speed * 0.99})
+        rows = offered.json()["recommendations"]
+        assert rows, (slow["hint"], offered.json()["hint"])
+        assert (rows[0]["count"], rows[0]["gpu"]) == (int(found[1]), found[2]), slow["hint"]
+        hungry = client.get("/recommend", params=ask | {"max_power_w": 100}).json()
+        lowest = re.search(r"the lowest draw is (\d+) x (\S+) at ([\d.]+) W", hungry["hint"])
+        assert hungry["recommendations"] == [] and lowest, hungry["hint"]
+        capped = client.get("/recommend", params=ask | {"max_power_w": float(lowest[3])})
+        assert (int(lowest[1]), lowest[2]) in {
+            (r["count"], r["gpu"]) for r in capped.json()["recommendations"]
+        }, (hungry["hint"], capped.json()["hint"])
 
 
 def test_an_empty_inference_answer_names_a_smaller_format_that_fits_and_its_pick(client):

@@ -119,6 +119,19 @@ def _boxed(o: LlmOption, data: LlmData, limits: Limits) -> bool:
     return o.count == 1 or platform_extra(o, data, limits.costs) is not None
 
 
+def _buildable_first(found: list[LlmOption], data: LlmData, limits: Limits) -> list[LlmOption]:
+    """The configurations a sourced box holds, where any does, else all of them: a hint names
+    what /recommend would offer (8 x RTX 5090, 4,600 W, had been named the fastest for
+    Llama-3.1-405B, a count no sourced box powers), and a bare count only when nothing else
+    fits."""
+    return [o for o in found if _boxed(o, data, limits)] or found
+
+
+def _unboxed_words(o: LlmOption, data: LlmData, limits: Limits) -> str:
+    """'; GPUs only: no sourced box holds N' for a count no sourced box holds, else ''."""
+    return "" if _boxed(o, data, limits) else f"; GPUs only: no sourced box holds {o.count}"
+
+
 def older_price(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, fitting: list[LlmOption]
 ) -> str:
@@ -195,10 +208,11 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
         )
     fast = [o for o in fitting if limits.fast_enough(o)]
     if not fast:
-        best = max(fitting, key=lambda o: o.throughput)
+        best = max(_buildable_first(fitting, data, limits), key=lambda o: o.throughput)
         return (
             f"no configuration reaches {limits.min_tokens_per_s:g} {UNIT}; the fastest that "
             f"fits is {best.count} x {best.gpu.slug} at ~{figure(best.throughput)} {UNIT}"
+            + _unboxed_words(best, data, limits)
         )
     powered = [o for o in fast if limits.within_power(o)]
     if not powered:
@@ -206,11 +220,15 @@ def hint(ask: llm_fit.Ask, fitting: list[LlmOption], limits: Limits, data: LlmDa
         words = f"nothing that fits {ask.model.slug} draws at most {limits.max_power_w:g} W"
         if not stated:
             return f"{words}: none of the GPUs that fit states a TDP"
-        lowest = min(stated, key=lambda o: ((o.gpu.tdp_w or 0.0) * o.count, o.gpu.slug))
+        lowest = min(
+            _buildable_first(stated, data, limits),
+            key=lambda o: ((o.gpu.tdp_w or 0.0) * o.count, o.gpu.slug),
+        )
         return (
             f"{words}; the lowest draw is {lowest.count} x {lowest.gpu.slug} at "
             f"{(lowest.gpu.tdp_w or 0.0) * lowest.count:g} W TDP"
             + (f" + {host:g} W host" if (host := limits.costs.host_power_w) else "")
+            + _unboxed_words(lowest, data, limits)
         )
     boxed = [o for o in powered if _boxed(o, data, limits)]
     if not boxed:
