@@ -914,8 +914,10 @@ def test_llm_asks_share_one_fit_per_ask_shape_and_answer_as_if_computed_alone(
         kept = [client.get(path, params=params) for path, params in asks]
     assert all(r.status_code == 200 for r in kept), [r.text for r in kept]
     assert kept[0].json()["recommendations"] and kept[-1].json()["items"]
-    # the priced configurations /recommend offers at up to 4 and 8 GPUs, /rankings' every GPU
-    assert len(computed) == len(set(computed)) == 3, computed
+    # the priced configurations /recommend offers at up to 4 and 8 GPUs, the older-priced ones
+    # its hint may name (a faster card only an older price buys), /rankings' every GPU
+    assert len(computed) == len(set(computed)) == 5, computed
+    assert sorted(c[3] for c in computed) == ["any", "current", "current", "older", "older"]
 
     monkeypatch.setattr(llm, "bounded", lambda store, bound, key, compute: compute())
     with TestClient(create_app(settings)) as client:
@@ -923,8 +925,9 @@ def test_llm_asks_share_one_fit_per_ask_shape_and_answer_as_if_computed_alone(
     for (path, params), a, b in zip(asks, kept, alone, strict=True):
         assert a.json() == b.json(), (path, params)
     # kept nothing: each ask computes its own options and the reference GPU's (the same as
-    # /rankings' every GPU, shared above), both again
-    assert len(computed) == 3 + 2 * len(asks)
+    # /rankings' every GPU, shared above), both again, and each /recommend its older-priced ones
+    recommends = sum(path == "/recommend" for path, _ in asks)
+    assert len(computed) == 5 + 2 * len(asks) + recommends
 
 
 def test_a_model_split_over_gpus_decodes_as_its_runtime_splits_it(client, keys):

@@ -246,3 +246,38 @@ def test_the_cheapest_named_by_an_empty_answer_is_offered_at_that_budget(fresh_c
         empty["hint"],
         offered["hint"],
     )
+
+
+def test_a_model_answer_names_a_faster_card_that_only_an_older_price_buys(fresh_client, keys):
+    """As a workload ask's hint names what a stale price kept out: an 80 GB A100 PCIe whose only
+    price is a year-old used listing runs Llama-3.1-70B Q4_K_M on one card, faster than the
+    answer's first row; the answer says so, allow_stale=true offers it, and a card slower
+    than the first row, or past the budget at its older price ($3,500 against $3,000), is not
+    named."""
+    admin = keys.auth(keys.admin)
+    ask = {"model": "llama-3.1-70b", "quant": "q4_k_m", "budget": 4000, "condition": "used"}
+    before = fresh_client.get("/recommend", params=ask).json()
+    first = before["recommendations"][0]
+    assert "nvidia-a100-pcie-80gb" not in {r["gpu"] for r in before["recommendations"]}
+    _price(
+        fresh_client, admin, "nvidia-a100-pcie-80gb", 3500, "used", 400
+    )  # fast, only an old price
+    _price(fresh_client, admin, "nvidia-gtx-1070", 50, "used", 400)  # holds none of it
+    strict = fresh_client.get("/recommend", params=ask).json()
+    assert strict["recommendations"][0] == first
+    ranked = fresh_client.get("/rankings", params={"model": ask["model"], "quant": ask["quant"]})
+    one = next(i for i in ranked.json()["items"] if i["gpu"] == "nvidia-a100-pcie-80gb")
+    assert one["throughput"] > first["throughput"], (one, first)  # what the test rests on
+    found = re.search(
+        r"at an older price \(allow_stale=true\) (\d+) x nvidia-a100-pcie-80gb runs it faster, "
+        r"~([\d,.]+) tokens/s \(\w+\), for \$([\d,]+) \(used price of ",
+        strict["hint"] or "",
+    )
+    assert found, strict["hint"]
+    assert float(found[2].replace(",", "")) > first["throughput"]
+    assert float(found[3].replace(",", "")) <= ask["budget"]
+    loose = fresh_client.get("/recommend", params=ask | {"allow_stale": True}).json()
+    assert "nvidia-a100-pcie-80gb" in {r["gpu"] for r in loose["recommendations"]}
+    assert "older price" not in (loose["hint"] or "")
+    tight = fresh_client.get("/recommend", params=ask | {"budget": 3000}).json()
+    assert tight["recommendations"] and "nvidia-a100-pcie-80gb" not in (tight["hint"] or "")

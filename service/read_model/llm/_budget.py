@@ -14,7 +14,7 @@ from service.read_model.llm._configurations import (
     with_more_gpus,
     with_replicas,
 )
-from service.read_model.llm._data import MAX_KEPT_OPTIONS, LlmData, LlmOption, Pool
+from service.read_model.llm._data import MAX_KEPT_OPTIONS, LlmData, LlmOption, Pool, Priced
 from service.read_model.memo import bounded
 
 
@@ -85,13 +85,20 @@ def _affordable(fitting: list[LlmOption], data: LlmData, limits: Limits) -> list
     ]
 
 
-def _offered(ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str) -> list[LlmOption]:
-    """The priced configurations of the pool that fit, with their copies in independent mode
-    and, for training, more GPUs than the fewest that hold the model (with_more_gpus)."""
-    fitting = options(ask, data, limits.max_gpus, framework, True, limits.pool, whole_units=True)
+def _offered(
+    ask: llm_fit.Ask,
+    data: LlmData,
+    limits: Limits,
+    framework: str,
+    priced: Priced = "current",
+) -> list[LlmOption]:
+    """The configurations of the pool that fit, of GPUs priced `priced` way (those with a
+    current price: what /recommend offers), with their copies in independent mode and, for
+    training, more GPUs than the fewest that hold the model (with_more_gpus)."""
+    fitting = options(ask, data, limits.max_gpus, framework, priced, limits.pool, whole_units=True)
     if limits.mode == "independent":
         return with_replicas(fitting, limits.max_gpus)
-    key = ("more", *_options_key(data, ask, limits.max_gpus, framework, True, limits.pool))
+    key = ("more", *_options_key(data, ask, limits.max_gpus, framework, priced, limits.pool))
     more = bounded(
         data.kept_options,
         MAX_KEPT_OPTIONS,

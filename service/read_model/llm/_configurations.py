@@ -9,7 +9,7 @@ from dataclasses import replace
 from service.domain import llm_fit
 from service.domain.availability import most_on_one_job
 from service.domain.recommend import narrowed, widened
-from service.read_model.llm._data import MAX_KEPT_OPTIONS, LlmData, LlmOption, Pool
+from service.read_model.llm._data import MAX_KEPT_OPTIONS, LlmData, LlmOption, Pool, Priced
 from service.read_model.llm._throughput import (
     MOVED,
     _estimate,
@@ -33,7 +33,7 @@ def options(
     data: LlmData,
     max_gpus: int,
     framework: str,
-    priced_only: bool,
+    priced: Priced,
     pool: Pool = Pool(),
     whole_units: bool = False,
 ) -> list[LlmOption]:
@@ -46,12 +46,12 @@ def options(
     headroom of every GPU are most of an ask's time (about 10 ms of 11 for an 8B inference ask,
     in process), and asks that differ only in budget, limit, cost settings or sort share
     them."""
-    key = _options_key(data, ask, max_gpus, framework, priced_only, pool, whole_units)
+    key = _options_key(data, ask, max_gpus, framework, priced, pool, whole_units)
     found = bounded(
         data.kept_options,
         MAX_KEPT_OPTIONS,
         key,
-        lambda: tuple(_options(ask, data, max_gpus, framework, priced_only, pool, whole_units)),
+        lambda: tuple(_options(ask, data, max_gpus, framework, priced, pool, whole_units)),
     )
     return list(found)
 
@@ -60,12 +60,12 @@ def ranked_options(
     ask: llm_fit.Ask, data: LlmData, max_gpus: int, framework: str, pool: Pool
 ) -> list[LlmOption]:
     """ranked(options(...)) of every GPU, priced or not (/rankings), kept alike."""
-    key = ("ranked", *_options_key(data, ask, max_gpus, framework, False, pool, False))
+    key = ("ranked", *_options_key(data, ask, max_gpus, framework, "any", pool, False))
     found = bounded(
         data.kept_options,
         MAX_KEPT_OPTIONS,
         key,
-        lambda: tuple(ranked(options(ask, data, max_gpus, framework, False, pool))),
+        lambda: tuple(ranked(options(ask, data, max_gpus, framework, "any", pool))),
     )
     return list(found)
 
@@ -85,7 +85,7 @@ def _options(
     data: LlmData,
     max_gpus: int,
     framework: str,
-    priced_only: bool,
+    priced: Priced,
     pool: Pool,
     whole_units: bool,
 ) -> list[LlmOption]:
@@ -93,7 +93,7 @@ def _options(
     measured = _measured_for(ask, data)
     out: dict[tuple[str, int], LlmOption] = {}
     for gpu in data.gpus:
-        if (priced_only and gpu.price is None) or not pool.admits(gpu):
+        if not gpu.priced(priced) or not pool.admits(gpu):
             continue
         if not runs_format(gpu, ask):
             continue

@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
+from typing import Literal
 
 from service.domain import llm_fit, memory
 from service.domain.estimate import Estimate
@@ -30,6 +31,10 @@ from service.domain.vocabulary import ConditionChoice, Measurement
 from service.read_model.ownership import OwnershipData
 
 UNIT = "tokens/s"
+# Which GPUs a set of configurations is built from: those with a current price (what
+# /recommend offers), those with only an older one (what its hints may name), or every GPU
+# (/rankings, which ranks what one does, priced or not)
+Priced = Literal["current", "older", "any"]
 
 
 MAX_REFERENCE_GPUS = 8  # the most reference GPUs relative_performance counts a model split over
@@ -62,6 +67,19 @@ class GpuRow:
     # fixed-workload rankings show it; it never ranks, prices a budget or a cost of ownership
     shown_price: PriceObservation | None = None
     architecture: str = ""
+
+    @property
+    def older_priced(self) -> bool:
+        """No current price, but an older street, used or list price that allow_stale=true
+        would rank it at (prices.current_price)."""
+        p = self.shown_price
+        return self.price is None and p is not None and p.condition in ("new", "used", "msrp")
+
+    def priced(self, which: Priced) -> bool:
+        """Whether an ask offering GPUs priced `which` way offers this one."""
+        if which == "current":
+            return self.price is not None
+        return self.older_priced if which == "older" else True
 
 
 @dataclass(frozen=True)

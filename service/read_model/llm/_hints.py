@@ -1,5 +1,6 @@
 """What an empty answer says instead: why nothing fits the limits, and the least change
-(format, task, optimizer, GPU count, an older price) that something within them runs.
+(format, task, optimizer, GPU count, an older price) that something within them runs; and
+what an answer says besides its rows: a faster configuration that only an older price buys.
 """
 
 from dataclasses import replace
@@ -16,7 +17,10 @@ from service.read_model.llm._budget import (
     _undominated,
     platform_extra,
 )
-from service.read_model.llm._configurations import options, ranked
+from service.read_model.llm._configurations import (
+    options,
+    ranked,
+)
 from service.read_model.llm._data import UNIT, LlmData, LlmOption, Pool
 from service.schemas.queries import MAX_GPUS
 
@@ -132,6 +136,41 @@ def _unboxed_words(o: LlmOption, data: LlmData, limits: Limits) -> str:
     return "" if _boxed(o, data, limits) else f"; GPUs only: no sourced box holds {o.count}"
 
 
+def _usable(o: LlmOption, data: LlmData, limits: Limits) -> bool:
+    """Within the ask's speed and power limits, in a box a source holds (as _affordable)."""
+    return limits.fast_enough(o) and limits.within_power(o) and _boxed(o, data, limits)
+
+
+def faster_at_older_price(
+    ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, top: float
+) -> str | None:
+    """For an answer whose first row runs at `top` tokens/s: the fastest configuration that
+    only an older price buys within the budget, where it is faster, as the hint of a workload
+    ask names what availability kept out (rows._kept_out). Else None. Llama-3.1-70B Q4_K_M at
+    $12,000 had answered 2 x RTX 5090 at ~23.7 tokens/s and said nothing of one RTX PRO 6000
+    Blackwell (96 GB) at ~24.6 for less, whose newest price is older than the window."""
+    grown = _offered(ask, data, limits, framework, "older")
+
+    def cost(o: LlmOption) -> float:
+        return _cost(o, data, limits.costs, o.gpu.shown_price)
+
+    faster = [
+        o
+        for o in grown
+        if o.throughput > top and _usable(o, data, limits) and cost(o) <= limits.budget
+    ]
+    best = max(faster, key=lambda o: (o.throughput, -o.count, o.gpu.slug), default=None)
+    if best is None:
+        return None
+    p = best.gpu.shown_price
+    assert p is not None
+    return (
+        f"at an older price (allow_stale=true) {best.count} x {best.gpu.slug} runs it faster, "
+        f"~{figure(best.throughput)} {UNIT} ({best.basis}), for ${cost(best):,.0f} "
+        f"({p.condition} price of {p.observed_at}, {p.source})"
+    )
+
+
 def older_price(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, fitting: list[LlmOption]
 ) -> str:
@@ -141,19 +180,11 @@ def older_price(
     current one: an empty answer should not hide what allow_stale=true would rank. '' otherwise,
     and when stale prices are already allowed (they are then current)."""
 
-    def usable(o: LlmOption) -> bool:
-        return limits.fast_enough(o) and limits.within_power(o) and _boxed(o, data, limits)
-
-    current = [_cost(o, data, limits.costs) for o in fitting if o.gpu.price and usable(o)]
-    every = options(ask, data, limits.max_gpus, framework, False, limits.pool, whole_units=True)
-    stale = [
-        o
-        for o in every
-        if o.gpu.price is None
-        and o.gpu.shown_price is not None
-        and o.gpu.shown_price.condition in ("new", "used", "msrp")
-        and usable(o)
+    current = [
+        _cost(o, data, limits.costs) for o in fitting if o.gpu.price and _usable(o, data, limits)
     ]
+    older = options(ask, data, limits.max_gpus, framework, "older", limits.pool, True)
+    stale = [o for o in older if _usable(o, data, limits)]
 
     def cost(o: LlmOption) -> float:
         return _cost(o, data, limits.costs, o.gpu.shown_price)

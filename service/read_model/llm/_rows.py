@@ -26,7 +26,13 @@ from service.read_model.llm._budget import (
 )
 from service.read_model.llm._configurations import ranked, ranked_options
 from service.read_model.llm._data import MAX_REFERENCE_GPUS, UNIT, GpuRow, LlmData, LlmOption, Pool
-from service.read_model.llm._hints import hint, older_price, other_asks, smaller_quant
+from service.read_model.llm._hints import (
+    faster_at_older_price,
+    hint,
+    older_price,
+    other_asks,
+    smaller_quant,
+)
 from service.read_model.llm._words import why
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
@@ -118,7 +124,8 @@ def recommendation_rows(
     if by_cost:
         rows = ranked_by_cost(rows, limit, "million tokens")
     if rows:
-        return rows, None
+        top = max(r.throughput for r in rows)
+        return rows, faster_at_older_price(ask, data, limits, framework, top)
     return rows, (
         hint(ask, fitting, limits, data)
         + smaller_quant(ask, data, limits, framework)
