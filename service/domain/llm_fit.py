@@ -82,6 +82,7 @@ from service.domain.estimate import (
 )
 from service.domain.plausibility import bandwidth_ceiling
 from service.domain.throughput_model import conformal_quantile, nnls
+from service.domain.tiers import tiered
 from service.domain.vocabulary import MAD_TO_SIGMA
 
 GIB = 2**30
@@ -350,41 +351,12 @@ class Option:
     used: bool = False  # priced second-hand
 
 
-def _inside(a: Option, b: Option) -> bool:
-    return b.low <= a.throughput <= b.high and a.low <= b.throughput <= a.high
-
-
 def rank(options: Sequence[Option]) -> list[Option]:
     """By throughput; inside a tier of mutually overlapping bands, fewer GPUs, then more
-    headroom first, except between counts of one GPU: those keep throughput order. Their bands
-    overlap because they share the one-GPU estimate, not because their order is uncertain: 8 x
-    H100 PCIe is faster than 7 x whatever the card does alone, and "fewer GPUs" had put the 7
-    (~3,639 tokens/s) first on a $300,000 LoRA ask that buys the 8 (~4,156)."""
+    headroom first, except between counts of one GPU: those keep throughput order
+    (tiers.tiered)."""
     ordered = sorted(options, key=lambda o: (-o.throughput, o.price, o.slug, o.count))
-    out: list[Option] = []
-    i = 0
-    while i < len(ordered):
-        leader = ordered[i]
-        tier = [leader]
-        j = i + 1
-        while j < len(ordered) and _inside(ordered[j], leader):
-            tier.append(ordered[j])
-            j += 1
-        tier.sort(key=_headroom_key)
-        out.extend(_counts_of_one_gpu_by_throughput(tier))
-        i = j
-    return out
-
-
-def _counts_of_one_gpu_by_throughput(tier: list[Option]) -> list[Option]:
-    """`tier` with each GPU's options put in throughput order in the places they hold."""
-    by_slug: dict[str, list[Option]] = {}
-    for o in tier:
-        by_slug.setdefault(o.slug, []).append(o)
-    for same in by_slug.values():
-        same.sort(key=lambda o: (-o.throughput, o.count))
-    taken = {slug: iter(same) for slug, same in by_slug.items()}
-    return [next(taken[o.slug]) for o in tier]
+    return tiered(ordered, _headroom_key, lambda o: o.slug)
 
 
 def undominated(options: Sequence[Option]) -> list[Option]:

@@ -16,6 +16,7 @@ from service.domain.estimate import (
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
 from service.domain.tco import no_box_phrase
+from service.domain.tiers import tiered
 from service.domain.vocabulary import Measurement
 
 
@@ -187,6 +188,7 @@ def within_budget(
     limit: int,
     extra: ExtraFn = no_extra,
     together_gb: float = 0.0,
+    tiers: bool = False,
 ) -> list[Configuration]:
     """The first `limit` configurations (already ranked) that fit the budget and memory: each
     GPU `min_memory_gb`, and all of them together `together_gb` (a model file split by layers
@@ -195,9 +197,13 @@ def within_budget(
     (`extra` None: 8 x RTX 5090 draw 4,600 W, more than any sourced rig supplies) are not
     offered: counted at $0 of platform they undercut every box that can be priced (the eighth
     card lowered the cost of ownership); a caller who prices the box (`platform_usd`) gets
-    them."""
+    them. `tiers`: in fewest_gpus_first's order, scanning on until no further configuration
+    can join the tier of one chosen (its value below every chosen band)."""
     chosen: list[Configuration] = []
+    floor = math.inf  # the lowest band of those chosen: what a later one must reach to join
     for config in configs:
+        if len(chosen) >= limit and (not tiers or config.throughput < floor):
+            break
         memory = config.candidate.memory_gb
         if (
             config.total_price > budget
@@ -215,9 +221,47 @@ def within_budget(
             continue
         if config.total_price + (box or 0.0) <= budget:
             chosen.append(config)
-            if len(chosen) == limit:
-                break
-    return chosen
+            floor = min(floor, config.low)
+    return fewest_gpus_first(chosen)[:limit] if tiers else chosen
+
+
+def fewest_gpus_first(configs: Sequence[Configuration]) -> list[Configuration]:
+    """`configs` (fastest first) with each tier of mutually overlapping bands in the order an
+    expert buys in when the estimates cannot tell them apart: fewer GPUs (one card is simpler,
+    draws less and scales later), then more memory per GPU (memory decides what fits), then
+    throughput (tiers.tiered; an LLM ask breaks its ties the same way, by fewer GPUs and more
+    headroom). $1,500 had bought 2 x RTX 3080 10 GB (~93,853 tokens/s, likely 72,031-122,285)
+    over one RTX 5080 16 GB (~80,981, likely 64,338-101,930)."""
+    return tiered(
+        configs,
+        lambda c: (
+            c.count,
+            -c.candidate.memory_gb,
+            -c.throughput,
+            c.total_price,
+            c.candidate.slug,
+        ),
+        lambda c: c.candidate.slug,
+    )
+
+
+def ranked_above_because(first: Configuration, faster: Configuration) -> tuple[str, ...]:
+    """Why fewest_gpus_first put `first` above `faster`, a faster configuration of its tier:
+    "fewer GPUs", "more memory per GPU", each only where it holds."""
+    reasons = []
+    if first.count < faster.count:
+        reasons.append("fewer GPUs")
+    if first.candidate.memory_gb > faster.candidate.memory_gb:
+        reasons.append("more memory per GPU")
+    return tuple(reasons)
+
+
+def faster_below(ordered: Sequence[Configuration], index: int) -> Configuration | None:
+    """The fastest configuration after `ordered[index]` that is faster than it (a tie-break
+    put it lower: their bands overlap), or None."""
+    mine = ordered[index].throughput
+    faster = [c for c in ordered[index + 1 :] if c.throughput > mine]
+    return max(faster, key=lambda c: c.throughput, default=None)
 
 
 def cheapest_fitting(candidates: Iterable[Candidate], min_memory_gb: float) -> Candidate | None:
@@ -285,10 +329,38 @@ def why(
     return why_lead(rank, budget) + why_body(config, unit, reference, extra)
 
 
-def why_lead(rank: int, budget: float) -> str:
-    """The part of `why` that depends on the ask's rank and budget."""
-    lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
+def why_lead(rank: int, budget: float, reasons: tuple[str, ...] = ()) -> str:
+    """The part of `why` that depends on the ask's rank and budget; `reasons` why a faster
+    configuration ranks below this one (ranked_above_because), where one does."""
+    if rank == 1 and not reasons:
+        lead = "Most throughput"
+    elif rank == 1:
+        lead = f"{'Fewest GPUs' if 'fewer GPUs' in reasons else 'Most memory'} among the fastest"
+    else:
+        lead = f"#{rank}" if reasons else f"#{rank} by throughput"
     return f"{lead} within ${budget:,.0f}: "
+
+
+def ranked_above_words(
+    first: Configuration, faster: Configuration, reasons: tuple[str, ...], unit: str
+) -> str:
+    """' Ranked above 2 x GPU, faster at ~X unit/s: their estimates overlap, and this one
+    needs fewer GPUs (1 against 2)...' for a configuration a tie-break put above a faster one."""
+    parts = []
+    if "fewer GPUs" in reasons:
+        parts.append(f"needs fewer GPUs ({first.count} against {faster.count})")
+    if "more memory per GPU" in reasons:
+        parts.append(
+            f"has more memory per GPU ({first.candidate.memory_gb:g} GB against "
+            f"{faster.candidate.memory_gb:g})"
+        )
+    what = faster.candidate.slug
+    if faster.count > 1:
+        what = f"{faster.count} x {what}"
+    return (
+        f" Ranked above {what}, faster at ~{figure(faster.throughput)} {unit}: their "
+        f"estimates overlap, and this one {' and '.join(parts) or 'comes first on the tie-break'}."
+    )
 
 
 def why_body(config: Configuration, unit: str, reference: str, extra: float | None) -> str:

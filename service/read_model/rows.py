@@ -18,7 +18,10 @@ from service.domain.recommend import (
     ExtraFn,
     cheapest_fitting,
     configuration_model,
+    faster_below,
     per_dollar_spent,
+    ranked_above_because,
+    ranked_above_words,
     why_body,
     why_lead,
     within_budget,
@@ -158,12 +161,14 @@ def recommendation_rows(
         ranked = [c for c in ranked if fits_power(c.candidate.tdp_w, c.count, costs, max_power_w)]
     extra = platform_extra(snapshot, costs)
     if costs is None or ask.sort != "tco":
-        chosen = within_budget(ranked, budget, min_memory_gb, ask.limit, extra, together_gb)
+        chosen = within_budget(
+            ranked, budget, min_memory_gb, ask.limit, extra, together_gb, tiers=True
+        )
         items = [
-            _recommendation(c, rank, snapshot, budget, extra, costs)
+            _recommendation(c, rank, snapshot, budget, extra, costs, faster_below(chosen, rank - 1))
             for rank, c in enumerate(chosen, 1)
         ]
-        top = chosen[0].throughput if chosen else 0.0
+        top = max((c.throughput for c in chosen), default=0.0)
     else:
         fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra, together_gb)
         all_items = [
@@ -342,15 +347,24 @@ def _recommendation(
     budget: float,
     extra: ExtraFn,
     costs: CostSettings | None,
+    faster: Configuration | None = None,
 ) -> Recommendation:
     """One configuration's row, with its cost of ownership (given cost settings) in its
-    fields and at the end of `why`. Only the rank and the start of `why` depend on the ask's
-    budget: the rest of the row is built once per snapshot, configuration and cost settings
-    (answers to different budgets show the same rows; building a row was a third of a
-    computed answer) and copied with those two fields."""
+    fields and at the end of `why`. Only the rank and the start and end of `why` depend on the
+    ask (its budget, and `faster`: a faster configuration ranked below this one, which `why`
+    then names): the rest of the row is built once per snapshot, configuration and cost
+    settings (answers to different budgets show the same rows; building a row was a third of
+    a computed answer) and copied with those two fields."""
     key = ("recommendation", _config_key(config), costs)
     template = snapshot.kept(key, partial(_row_template, config, snapshot, extra, costs))
-    return template.model_copy(update={"rank": rank, "why": why_lead(rank, budget) + template.why})
+    reasons = () if faster is None else ranked_above_because(config, faster)
+    above = (
+        ""
+        if faster is None
+        else ranked_above_words(config, faster, reasons, snapshot.workload.unit)
+    )
+    why = why_lead(rank, budget, reasons) + template.why + above
+    return template.model_copy(update={"rank": rank, "why": why})
 
 
 def _config_key(config: Configuration) -> tuple[object, ...]:

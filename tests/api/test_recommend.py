@@ -2,6 +2,7 @@
 
 import csv
 import io
+import itertools
 import math
 import re
 from datetime import date
@@ -37,8 +38,8 @@ def test_student_budget_800_gets_ranked_configurations_that_fit(client):
     recs = body["recommendations"]
     assert body["workload"] == "llm-train" and body["hint"] is None
     assert 1 <= len(recs) <= 5
-    throughputs = [r["throughput"] for r in recs]
-    assert throughputs == sorted(throughputs, reverse=True)
+    for r, later in itertools.pairwise(recs):  # by throughput, or a tie it breaks
+        assert r["throughput"] >= later["throughput"] or "Ranked above" in r["why"]
     for r in recs:
         assert r["total_price_usd"] <= 800
         assert r["total_price_usd"] == pytest.approx(r["unit_price"]["usd"] * r["count"])
@@ -483,7 +484,13 @@ def test_rows_kept_per_snapshot_still_answer_each_budget_and_cost_setting(client
         assert answer, ask
         for rank, row in enumerate(answer, 1):
             assert row["rank"] == rank
-            lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
+            if "Ranked above" not in row["why"]:
+                lead = "Most throughput" if rank == 1 else f"#{rank} by throughput"
+            elif rank == 1:  # a tie broken for fewer GPUs or more memory per GPU
+                fewer = "needs fewer GPUs" in row["why"]
+                lead = f"{'Fewest GPUs' if fewer else 'Most memory'} among the fastest"
+            else:
+                lead = f"#{rank}"
             if ask.get("sort") != "tco":
                 assert row["why"].startswith(f"{lead} within ${ask['budget']:,.0f}: "), row["why"]
             assert row["total_price_usd"] <= ask["budget"]
@@ -620,3 +627,36 @@ def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload
     assert rows and all(r["relative_performance"] is None for r in rows)
     fits = client.get("/rankings", params={"workload": "resnet50-train"}).json()["items"]
     assert any(r["relative_performance"] is not None for r in fits)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"budget": 1500},
+        {"budget": 3000},
+        {"budget": 2000, "workload": "llm-inference"},
+        {"budget": 5000, "workload": "resnet50-train", "max_gpus": 4},
+        {"budget": 5000, "mode": "independent"},
+    ],
+)
+def test_a_row_ranked_above_a_faster_one_shares_its_band_and_says_why(client, params):
+    """Inside overlapping estimates fewer GPUs, then more memory per GPU, rank first (as an LLM
+    ask's headroom does); a faster row ranked below is one whose band meets this row's, and the
+    row's why names it and says which of the two holds. Nothing faster below: "Most
+    throughput" at #1, and no "Ranked above"."""
+    rows = client.get("/recommend", params=params | {"limit": 10}).json()["recommendations"]
+    assert rows
+    for r in rows:
+        below = rows[r["rank"] :]
+        faster = [f for f in below if f["throughput"] > r["throughput"]]
+        if not faster:
+            assert "Ranked above" not in r["why"], r["why"]
+            assert r["rank"] > 1 or r["why"].startswith("Most throughput within"), r["why"]
+            continue
+        f = max(faster, key=lambda f: f["throughput"])
+        assert r["throughput_low"] <= f["throughput_high"], (r, f)
+        assert f["throughput_low"] <= r["throughput_high"], (r, f)
+        what = f["gpu"] if f["count"] == 1 else f"{f['count']} x {f['gpu']}"
+        assert f" Ranked above {what}, faster at ~" in r["why"], r["why"]
+        assert "needs fewer GPUs" in r["why"] or "has more memory per GPU" in r["why"]
+        assert r["count"] <= f["count"]

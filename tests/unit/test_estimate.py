@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 
 from service.domain import estimate as est
 from service.domain.prices import PriceObservation, current_price
-from service.domain.recommend import Candidate, configurations, why_body, within_budget
+from service.domain.recommend import (
+    Candidate,
+    configurations,
+    faster_below,
+    ranked_above_because,
+    ranked_above_words,
+    why_body,
+    why_lead,
+    within_budget,
+)
 from service.domain.scaling import Scaling, efficiency, scaling
 
 TRAIN = est.WorkloadShape(flops_per_unit=2.45e10, memory_bound=False, precision="fp16")
@@ -350,3 +359,55 @@ def test_a_measured_band_is_an_80_percent_band_like_every_other():
     assert (100 - low) == pytest.approx(1.2816 * 14.826, rel=1e-4) == (high - 100)
     assert Measurement(100.0, 5, 10.0).band(0.6827) == pytest.approx((85.174, 114.826), rel=1e-3)
     assert Measurement(10.0, 3, 100.0).band()[0] == 0.0  # never below zero
+
+
+def test_inside_overlapping_estimates_fewer_gpus_then_more_memory_rank_first():
+    """2 x a 10 GB card (~95, likely 76-114) and one 16 GB card (~85, likely 68-102): neither
+    estimate can tell them apart, so the one card ranks first; a card outside that band keeps
+    its tier (2 x c, and one a inside its band, one GPU first), and with tiers off the order
+    is throughput's."""
+    cands = [candidate("a", 50.0, 100.0, 10.0), candidate("b", 85.0, 350.0, 16.0)]
+    cands.append(candidate("c", 30.0, 50.0, 24.0))
+    configs = ranked(cands, max_gpus=2)
+    by_throughput = within_budget(configs, 600.0, 8.0, 3)
+    assert [(c.candidate.slug, c.count) for c in by_throughput] == [("a", 2), ("b", 1), ("c", 2)]
+    tiered_ = within_budget(configs, 600.0, 8.0, 3, tiers=True)
+    assert [(c.candidate.slug, c.count) for c in tiered_] == [("b", 1), ("a", 2), ("a", 1)]
+    # the scan goes past `limit` to find the tier: one row asked, the one card answers
+    assert [(c.candidate.slug, c.count) for c in within_budget(configs, 600, 8, 1, tiers=True)] == [
+        ("b", 1)
+    ]
+    first, faster = tiered_[0], tiered_[1]
+    assert faster_below(tiered_, 0) is faster
+    assert ranked_above_because(first, faster) == ("fewer GPUs", "more memory per GPU")
+    assert why_lead(1, 600.0, ("fewer GPUs",)).startswith("Fewest GPUs among the fastest")
+    words = ranked_above_words(first, faster, ("fewer GPUs", "more memory per GPU"), "x/s")
+    assert "needs fewer GPUs (1 against 2) and has more memory per GPU (16 GB against 10)" in words
+    # same count, same band: more memory first; a third card far below stays below
+    same = [candidate("d", 100.0, 100.0, 12.0), candidate("e", 95.0, 100.0, 24.0)]
+    order = within_budget(ranked(same, max_gpus=1), 1000.0, 8.0, 2, tiers=True)
+    assert [c.candidate.slug for c in order] == ["e", "d"]
+
+
+@given(cands_st, st.floats(10, 1e5), st.integers(1, 8))
+@settings(max_examples=100, deadline=None)
+def test_property_the_first_row_is_the_fastest_or_a_tie_it_breaks(specs, budget, max_gpus):
+    """With tiers the first row is the fastest within the budget, or a configuration whose band
+    and the fastest's each hold the other's value, with fewer GPUs or as many and more memory
+    per GPU; every row meets the budget and memory as without tiers."""
+    cands = [candidate(f"g{i}", v, p, m) for i, (v, p, m) in enumerate(specs)]
+    configs = ranked(cands, max_gpus)
+    plain = within_budget(configs, budget, 12.0, len(configs) or 1)
+    tiered_ = within_budget(configs, budget, 12.0, len(configs) or 1, tiers=True)
+    assert sorted(map(id, plain)) == sorted(map(id, tiered_))
+    if not plain:
+        return
+    fastest, first = plain[0], tiered_[0]
+    if first is not fastest:
+        assert fastest.low <= first.throughput <= fastest.high
+        assert first.low <= fastest.throughput <= first.high
+        fewer = first.count < fastest.count
+        roomier = first.count == fastest.count and (
+            first.candidate.memory_gb >= fastest.candidate.memory_gb
+        )
+        assert fewer or roomier

@@ -1,0 +1,72 @@
+"""Ranking inside uncertainty: throughput order, and a tie-break where estimates overlap.
+
+Pure, shared by the fixed-workload answers (recommend.py) and the LLM answers (llm_fit.py).
+Design decisions:
+
+- A tier is a leader (the fastest not yet placed) and the options after it whose bands and
+  the leader's each hold the other's value (mutual overlap): inside it the estimates cannot
+  say which is faster, so the caller's tie-break orders it (fewer GPUs, then more memory or
+  headroom per GPU). Tiers keep throughput order between them.
+- Counts of one GPU keep throughput order in the places they hold: their bands overlap because
+  they share the one-GPU estimate, not because their order is uncertain (8 x H100 PCIe is
+  faster than 7 x whatever the card does alone; "fewer GPUs" had put the 7, ~3,639 tokens/s,
+  first on a $300,000 LoRA ask that buys the 8, ~4,156).
+"""
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Protocol, TypeVar
+
+
+class Banded(Protocol):
+    """What a tier reads of an option: its GPU count, value and band."""
+
+    @property
+    def count(self) -> int: ...
+
+    @property
+    def throughput(self) -> float: ...
+
+    @property
+    def low(self) -> float: ...
+
+    @property
+    def high(self) -> float: ...
+
+
+T = TypeVar("T", bound=Banded)
+
+
+def overlap(a: Banded, b: Banded) -> bool:
+    """Whether each of `a` and `b` lies inside the other's band."""
+    return b.low <= a.throughput <= b.high and a.low <= b.throughput <= a.high
+
+
+def tiered(
+    ordered: Sequence[T],
+    tie_break: Callable[[T], Any],
+    same: Callable[[T], Hashable],
+) -> list[T]:
+    """`ordered` (fastest first, ties as the caller wants) with each tier of mutually
+    overlapping bands sorted by `tie_break`, the options of one `same` GPU then put back in
+    throughput order in the places they hold (see the module docstring)."""
+    out: list[T] = []
+    i = 0
+    while i < len(ordered):
+        leader = ordered[i]
+        j = i + 1
+        while j < len(ordered) and overlap(ordered[j], leader):
+            j += 1
+        tier = sorted(ordered[i:j], key=tie_break)
+        out.extend(_each_gpu_by_throughput(tier, same))
+        i = j
+    return out
+
+
+def _each_gpu_by_throughput(tier: list[T], same: Callable[[T], Hashable]) -> list[T]:
+    by_gpu: dict[Hashable, list[T]] = {}
+    for o in tier:
+        by_gpu.setdefault(same(o), []).append(o)
+    for options in by_gpu.values():
+        options.sort(key=lambda o: (-o.throughput, o.count))
+    taken = {key: iter(options) for key, options in by_gpu.items()}
+    return [next(taken[same(o)]) for o in tier]
