@@ -121,6 +121,15 @@ class Ask:
         """FLOPs per token at the asked context, this task's passes included."""
         return memory.flops_per_token(self.model, self.phase, self.context, self.passes)
 
+    def dequantization_s_per_token(self, bandwidth_gbs: float) -> float:
+        """Seconds per trained token spent dequantizing stored weights at `bandwidth_gbs`
+        (memory.dequantized_bytes_per_step over the step's batch x context tokens); 0 for
+        inference and for weights trained at 16 bits."""
+        if self.task == "inference" or not bandwidth_gbs > 0:
+            return 0.0
+        moved = memory.dequantized_bytes_per_step(self.model, self.quant, self.passes)
+        return moved / (bandwidth_gbs * 1e9) / (self.batch * self.context)
+
     def memory_kwargs(self) -> dict[str, Any]:
         return {
             "task": self.task,

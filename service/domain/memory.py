@@ -348,6 +348,21 @@ def weight_bytes(model: ModelSpec, quant: Quantization) -> float:
     return (params - emb) * quant.bits_per_weight / 8 + emb * 2
 
 
+def dequantized_bytes_per_step(model: ModelSpec, quant: Quantization, passes: int) -> float:
+    """Bytes a training step moves, beyond a bf16 run's, to dequantize its stored weights
+    (QLoRA): bitsandbytes turns each 4-bit weight into a bf16 buffer before every matmul that
+    uses it (the forward, the recomputed forward, the backward's activation gradients: each of
+    `passes`), reading it at its storage width and writing 2 bytes that the matmul then reads as
+    a bf16 run reads its weights. 0 for weights kept at 16 bits or more. At the GPU's full
+    bandwidth this is a floor on the time: bitsandbytes NF4 took 1.39-2.05x LoRA's time at 512
+    tokens or less (LitGPT, A10G and A100), where the floor says about 1.1x."""
+    if quant.bits_per_weight >= 16:
+        return 0.0
+    params = model.params_b * 1e9
+    stored = params if quant.quantizes_embeddings else params - min(model.embedding_params, params)
+    return passes * stored * (quant.bits_per_weight / 8 + 2)
+
+
 def kv_cache_bytes_per_token(model: ModelSpec, kv_bits: float = 16, gpus: int = 1) -> float:
     """KV cache bytes per token of context for one sequence, on one of `gpus` TP ranks."""
     kv_bytes = kv_bits / 8

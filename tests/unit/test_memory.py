@@ -234,3 +234,25 @@ def test_linear_only_formats_keep_embeddings_and_lm_head_at_16_bits(name, bits):
     expected = (model.params_b * 1e9 - tables) * bits / 8 + tables * 2
     assert b.weights == pytest.approx(expected, rel=1e-9)
     assert b.weights > model.params_b * 1e9 * bits / 8 + 0.5 * m.GB
+
+
+def test_dequantization_moves_each_stored_weight_in_and_bf16_out_on_every_pass():
+    """QLoRA's 4-bit weights are read at their width and written as bf16 before each matmul
+    that uses them; a bf16 run moves nothing extra. Llama 3.1 8B in NF4 with checkpointing
+    (3 passes): its 7.0e9 non-embedding params x (0.5 + 2) bytes x 3."""
+    from service.catalog import llm
+    from service.domain.llm_fit import Ask
+
+    model = llm.model("llama-3.1-8b")
+    nf4, bf16 = llm.quantization("nf4"), llm.quantization("bf16")
+    stored = model.params_b * 1e9 - model.embedding_params
+    moved = m.dequantized_bytes_per_step(model, nf4, 3)
+    assert moved == pytest.approx(3 * stored * (nf4.bits_per_weight / 8 + 2))
+    assert m.dequantized_bytes_per_step(model, bf16, 3) == 0.0
+    short = Ask(model, "qlora", nf4, context=512)
+    long = Ask(model, "qlora", nf4, context=4096)
+    per_token = short.dequantization_s_per_token(1000.0)
+    assert per_token == pytest.approx(moved / 1e12 / 512)
+    assert long.dequantization_s_per_token(1000.0) == pytest.approx(per_token / 8)
+    assert Ask(model, "lora", bf16, context=512).dequantization_s_per_token(1000.0) == 0.0
+    assert Ask(model, "inference", nf4, context=512).dequantization_s_per_token(1000.0) == 0.0

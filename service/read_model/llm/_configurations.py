@@ -24,6 +24,7 @@ from service.read_model.llm._throughput import (
     held_to_training_envelope,
     learn,
     runs_format,
+    with_dequantization,
 )
 from service.read_model.memo import bounded
 
@@ -126,6 +127,7 @@ def _options(
             (value, low, high), held = held_to_training_envelope(
                 ask, gpu, speedup, (value, low, high), data
             )
+            value, low, high = with_dequantization(ask, gpu, speedup, (value, low, high))
         if not (math.isfinite(value) and value > 0):
             continue
         reference = _reference_estimate(kind, data, gpu.slug)  # None for a measured value

@@ -25,7 +25,10 @@ pretraining is 3 forwards' worth per token; full fine-tuning with gradient check
 memory breakdown's default) 4, LoRA and QLoRA with it 3 (no weight gradients for frozen
 weights). Counted as 3 for every task before, full fine-tuning was a third faster per token
 than LoRA would make it. Time per token proportional to FLOPs is the roofline's own
-assumption; the band is the model's band, scaled alike.
+assumption; the band is the model's band, scaled alike. QLoRA adds the time its 4-bit weights
+take to dequantize on every pass, at the GPU's bandwidth (Ask.dequantization_s_per_token,
+memory.dequantized_bytes_per_step: a floor, a few percent at 4,096 tokens and more at short
+sequences, where bitsandbytes measured well above it).
 """
 
 import math
@@ -437,6 +440,23 @@ def held_to_training_envelope(
         return estimate, None
     scale = reached / per_gpu
     return (value * scale, low * scale, high * scale), nearest
+
+
+def with_dequantization(
+    ask: llm_fit.Ask, gpu: GpuRow, speedup: float, estimate: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    """A training estimate with the time its stored 4-bit weights take to dequantize on each
+    pass added to each GPU's time per token (QLoRA; Ask.dequantization_s_per_token), after the
+    compute envelope held it: the envelope bounds the matrix math, and dequantization is
+    memory traffic besides it. Unchanged for weights trained at 16 bits. The band keeps its
+    width in log."""
+    value, low, high = estimate
+    extra = ask.dequantization_s_per_token(gpu.bandwidth_gbs)
+    if not (extra > 0 and value > 0 and speedup > 0):
+        return estimate
+    per_gpu = value / speedup
+    scale = 1.0 / (1.0 + per_gpu * extra)
+    return value * scale, low * scale, high * scale
 
 
 def _parallel_scaling(

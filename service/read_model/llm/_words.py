@@ -1,6 +1,6 @@
 """The account of one configuration (`why`)."""
 
-from service.domain import llm_fit
+from service.domain import llm_fit, memory
 from service.domain.estimate import counted, figure, precision_note, unmeasured_stack_note
 from service.domain.tco import no_box_phrase
 from service.read_model.llm._data import TRAIN_REFERENCE, UNIT, LlmOption
@@ -126,7 +126,12 @@ def _passes_words(ask: llm_fit.Ask) -> str:
     recompute = (
         ", forward recomputed for gradient checkpointing" if ask.gradient_checkpointing else ""
     )
-    return f"{ask.passes} x forward: backward with {backward}{recompute}"
+    dequantized = (
+        ", plus its 4-bit weights dequantized on each pass at the card's bandwidth (a floor)"
+        if memory.dequantized_bytes_per_step(ask.model, ask.quant, ask.passes)
+        else ""
+    )
+    return f"{ask.passes} x forward: backward with {backward}{recompute}{dequantized}"
 
 
 def _what(o: LlmOption, phase: str) -> str:
