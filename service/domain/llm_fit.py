@@ -121,14 +121,17 @@ class Ask:
         """FLOPs per token at the asked context, this task's passes included."""
         return memory.flops_per_token(self.model, self.phase, self.context, self.passes)
 
-    def dequantization_s_per_token(self, bandwidth_gbs: float) -> float:
-        """Seconds per trained token spent dequantizing stored weights at `bandwidth_gbs`
-        (memory.dequantized_bytes_per_step over the step's batch x context tokens); 0 for
-        inference and for weights trained at 16 bits."""
-        if self.task == "inference" or not bandwidth_gbs > 0:
+    def dequantization_s_per_token(self, bandwidth_gbs: float, gpus: int = 1) -> float:
+        """Seconds per trained token each of `gpus` GPUs spends dequantizing stored weights at
+        `bandwidth_gbs`: memory.dequantized_bytes_per_step over the tokens it trains per step,
+        ceil(batch / gpus) sequences of the context (sharded data parallel: each GPU gathers
+        and dequantizes every weight for its own sequences); 0 for inference and for weights
+        trained at 16 bits."""
+        if self.task == "inference" or not bandwidth_gbs > 0 or gpus < 1:
             return 0.0
         moved = memory.dequantized_bytes_per_step(self.model, self.quant, self.passes)
-        return moved / (bandwidth_gbs * 1e9) / (self.batch * self.context)
+        sequences = -(-self.batch // gpus)
+        return moved / (bandwidth_gbs * 1e9) / (sequences * self.context)
 
     def memory_kwargs(self) -> dict[str, Any]:
         return {

@@ -197,8 +197,10 @@ def within_budget(
     (`extra` None: 8 x RTX 5090 draw 4,600 W, more than any sourced rig supplies) are not
     offered: counted at $0 of platform they undercut every box that can be priced (the eighth
     card lowered the cost of ownership); a caller who prices the box (`platform_usd`) gets
-    them. `tiers`: in fewest_gpus_first's order, scanning on until no further configuration
-    can join the tier of one chosen (its value below every chosen band)."""
+    them. `tiers`: every configuration that can rank in the first `limit` by
+    fewest_gpus_first, in that order, for the caller to cut: scanned until no further one can
+    join the tier of one taken (its value below every band taken); those after the `limit`th
+    say which faster configuration a row ranks above (faster_below)."""
     chosen: list[Configuration] = []
     floor = math.inf  # the lowest band of those chosen: what a later one must reach to join
     for config in configs:
@@ -222,7 +224,7 @@ def within_budget(
         if config.total_price + (box or 0.0) <= budget:
             chosen.append(config)
             floor = min(floor, config.low)
-    return fewest_gpus_first(chosen)[:limit] if tiers else chosen
+    return fewest_gpus_first(chosen) if tiers else chosen
 
 
 def fewest_gpus_first(configs: Sequence[Configuration]) -> list[Configuration]:
@@ -329,15 +331,18 @@ def why(
     return why_lead(rank, budget) + why_body(config, unit, reference, extra)
 
 
-def why_lead(rank: int, budget: float, reasons: tuple[str, ...] = ()) -> str:
+def why_lead(
+    rank: int, budget: float, reasons: tuple[str, ...] = (), by_throughput: bool = True
+) -> str:
     """The part of `why` that depends on the ask's rank and budget; `reasons` why a faster
-    configuration ranks below this one (ranked_above_because), where one does."""
+    configuration ranks below this one (ranked_above_because), where one does; `by_throughput`
+    False where the tie-break reordered the answer (a row's place is then not its speed's)."""
     if rank == 1 and not reasons:
         lead = "Most throughput"
     elif rank == 1:
         lead = f"{'Fewest GPUs' if 'fewer GPUs' in reasons else 'Most memory'} among the fastest"
     else:
-        lead = f"#{rank}" if reasons else f"#{rank} by throughput"
+        lead = f"#{rank}" if reasons or not by_throughput else f"#{rank} by throughput"
     return f"{lead} within ${budget:,.0f}: "
 
 

@@ -7,10 +7,10 @@ Design decisions:
   the leader's each hold the other's value (mutual overlap): inside it the estimates cannot
   say which is faster, so the caller's tie-break orders it (fewer GPUs, then more memory or
   headroom per GPU). Tiers keep throughput order between them.
-- Counts of one GPU keep throughput order in the places they hold: their bands overlap because
-  they share the one-GPU estimate, not because their order is uncertain (8 x H100 PCIe is
-  faster than 7 x whatever the card does alone; "fewer GPUs" had put the 7, ~3,639 tokens/s,
-  first on a $300,000 LoRA ask that buys the 8, ~4,156).
+- Counts of one GPU keep throughput order among themselves: their bands overlap because they
+  share the one-GPU estimate, not because their order is uncertain (8 x H100 PCIe is faster
+  than 7 x whatever the card does alone; "fewer GPUs" had put the 7, ~3,639 tokens/s, first on
+  a $300,000 LoRA ask that buys the 8, ~4,156).
 """
 
 from collections.abc import Callable, Hashable, Sequence
@@ -47,8 +47,12 @@ def tiered(
     same: Callable[[T], Hashable],
 ) -> list[T]:
     """`ordered` (fastest first, ties as the caller wants) with each tier of mutually
-    overlapping bands sorted by `tie_break`, the options of one `same` GPU then put back in
-    throughput order in the places they hold (see the module docstring)."""
+    overlapping bands put in `tie_break` order, except that the options of one `same` GPU keep
+    throughput order among themselves: each next place goes to the least `tie_break` among the
+    fastest unplaced option of each GPU in the tier (see the module docstring). So an option
+    ranked above a faster one of its tier is ahead of that one, or of its GPU's faster option,
+    on the tie-break: putting a GPU's larger count in the place its smaller count had earned
+    had ranked 2 x RTX 3090 above one RTX 5080 "for more memory per GPU"."""
     out: list[T] = []
     i = 0
     while i < len(ordered):
@@ -56,17 +60,23 @@ def tiered(
         j = i + 1
         while j < len(ordered) and overlap(ordered[j], leader):
             j += 1
-        tier = sorted(ordered[i:j], key=tie_break)
-        out.extend(_each_gpu_by_throughput(tier, same))
+        out.extend(_placed(ordered[i:j], tie_break, same))
         i = j
     return out
 
 
-def _each_gpu_by_throughput(tier: list[T], same: Callable[[T], Hashable]) -> list[T]:
+def _placed(
+    tier: Sequence[T], tie_break: Callable[[T], Any], same: Callable[[T], Hashable]
+) -> list[T]:
     by_gpu: dict[Hashable, list[T]] = {}
     for o in tier:
         by_gpu.setdefault(same(o), []).append(o)
     for options in by_gpu.values():
-        options.sort(key=lambda o: (-o.throughput, o.count))
-    taken = {key: iter(options) for key, options in by_gpu.items()}
-    return [next(taken[same(o)]) for o in tier]
+        options.sort(key=lambda o: (-o.throughput, o.count), reverse=True)  # fastest last: popped
+    out: list[T] = []
+    while by_gpu:
+        key = min(by_gpu, key=lambda k: tie_break(by_gpu[k][-1]))
+        out.append(by_gpu[key].pop())
+        if not by_gpu[key]:
+            del by_gpu[key]
+    return out

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
 from service.domain.availability import exclusion
@@ -151,8 +152,8 @@ def recommendation_rows(
     """The best configurations within the ask's budget (and max_power_w, on its stack when
     given) with `min_memory_gb` per GPU and `together_gb` over a configuration's GPUs, and a
     hint when none fits or when availability or price freshness kept out a GPU faster than the
-    first answer. With costs each carries its cost of ownership; sort=tco ranks by cost per
-    unit of work."""
+    fastest answer within the budget. With costs each carries its cost of ownership; sort=tco
+    ranks by cost per unit of work."""
     budget, costs, stack, max_power_w = ask.budget, ask.costs, ask.stack, ask.max_power_w
     ranked = snapshot.ranked_configurations(ask.mode, ask.framework, ask.max_gpus)
     if stack is not None:
@@ -161,14 +162,18 @@ def recommendation_rows(
         ranked = [c for c in ranked if fits_power(c.candidate.tdp_w, c.count, costs, max_power_w)]
     extra = platform_extra(snapshot, costs)
     if costs is None or ask.sort != "tco":
-        chosen = within_budget(
+        ordered = within_budget(
             ranked, budget, min_memory_gb, ask.limit, extra, together_gb, tiers=True
         )
+        shown = ordered[: ask.limit]
+        by_speed = all(a.throughput >= b.throughput for a, b in pairwise(shown))
         items = [
-            _recommendation(c, rank, snapshot, budget, extra, costs, faster_below(chosen, rank - 1))
-            for rank, c in enumerate(chosen, 1)
+            _recommendation(
+                c, rank, snapshot, budget, extra, costs, faster_below(ordered, rank - 1), by_speed
+            )
+            for rank, c in enumerate(shown, 1)
         ]
-        top = max((c.throughput for c in chosen), default=0.0)
+        top = max((c.throughput for c in ordered), default=0.0)
     else:
         fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra, together_gb)
         all_items = [
@@ -348,22 +353,22 @@ def _recommendation(
     extra: ExtraFn,
     costs: CostSettings | None,
     faster: Configuration | None = None,
+    by_speed: bool = True,
 ) -> Recommendation:
     """One configuration's row, with its cost of ownership (given cost settings) in its
     fields and at the end of `why`. Only the rank and the start and end of `why` depend on the
-    ask (its budget, and `faster`: a faster configuration ranked below this one, which `why`
-    then names): the rest of the row is built once per snapshot, configuration and cost
-    settings (answers to different budgets show the same rows; building a row was a third of
-    a computed answer) and copied with those two fields."""
+    ask (its budget; `faster`, a faster configuration ranked below this one, which `why` then
+    names; `by_speed`, whether the answer's rows are in throughput order): the rest of the row
+    is built once per snapshot, configuration and cost settings (answers to different budgets
+    show the same rows; building a row was a third of a computed answer) and copied."""
     key = ("recommendation", _config_key(config), costs)
     template = snapshot.kept(key, partial(_row_template, config, snapshot, extra, costs))
-    reasons = () if faster is None else ranked_above_because(config, faster)
-    above = (
-        ""
-        if faster is None
-        else ranked_above_words(config, faster, reasons, snapshot.workload.unit)
-    )
-    why = why_lead(rank, budget, reasons) + template.why + above
+    if faster is None:
+        why = why_lead(rank, budget, by_throughput=by_speed) + template.why
+    else:
+        reasons = ranked_above_because(config, faster)
+        above = ranked_above_words(config, faster, reasons, snapshot.workload.unit)
+        why = why_lead(rank, budget, reasons, by_speed) + template.why + above
     return template.model_copy(update={"rank": rank, "why": why})
 
 

@@ -641,22 +641,30 @@ def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload
 )
 def test_a_row_ranked_above_a_faster_one_shares_its_band_and_says_why(client, params):
     """Inside overlapping estimates fewer GPUs, then more memory per GPU, rank first (as an LLM
-    ask's headroom does); a faster row ranked below is one whose band meets this row's, and the
-    row's why names it and says which of the two holds. Nothing faster below: "Most
-    throughput" at #1, and no "Ranked above"."""
-    rows = client.get("/recommend", params=params | {"limit": 10}).json()["recommendations"]
-    assert rows
-    for r in rows:
-        below = rows[r["rank"] :]
-        faster = [f for f in below if f["throughput"] > r["throughput"]]
-        if not faster:
-            assert "Ranked above" not in r["why"], r["why"]
-            assert r["rank"] > 1 or r["why"].startswith("Most throughput within"), r["why"]
-            continue
-        f = max(faster, key=lambda f: f["throughput"])
-        assert r["throughput_low"] <= f["throughput_high"], (r, f)
-        assert f["throughput_low"] <= r["throughput_high"], (r, f)
-        what = f["gpu"] if f["count"] == 1 else f"{f['count']} x {f['gpu']}"
-        assert f" Ranked above {what}, faster at ~" in r["why"], r["why"]
-        assert "needs fewer GPUs" in r["why"] or "has more memory per GPU" in r["why"]
-        assert r["count"] <= f["count"]
+    ask's headroom does). A row ranked above a faster one names the fastest such (shown or past
+    the limit), which is ahead of it on neither count; a shown faster row's band meets this
+    row's. Nothing faster below: no "Ranked above", and "Most throughput" at #1 (a row whose
+    place is not its speed's never says "by throughput")."""
+    for limit in (1, 3, 10):
+        rows = client.get("/recommend", params=params | {"limit": limit}).json()
+        rows = rows["recommendations"]
+        assert rows
+        in_order = all(a["throughput"] >= b["throughput"] for a, b in itertools.pairwise(rows))
+        for r in rows:
+            named = re.search(r" Ranked above (?:(\d+) x )?(\S+), faster at ~([\d,.]+) ", r["why"])
+            shown_faster = [f for f in rows[r["rank"] :] if f["throughput"] > r["throughput"]]
+            if named is None:
+                assert not shown_faster, (r["why"], shown_faster)
+                assert r["rank"] > 1 or r["why"].startswith("Most throughput within"), r["why"]
+                continue
+            assert not r["why"].startswith(("Most throughput", f"#{r['rank']} by throughput"))
+            assert float(named[3].replace(",", "")) > r["throughput"]
+            count, gpu = int(named[1] or 1), named[2]
+            assert r["count"] <= count, r["why"]
+            assert "needs fewer GPUs" in r["why"] or "has more memory per GPU" in r["why"]
+            for f in rows:
+                if (f["count"], f["gpu"]) == (count, gpu):
+                    assert r["throughput_low"] <= f["throughput_high"], (r, f)
+                    assert f["throughput_low"] <= r["throughput_high"], (r, f)
+        if not in_order:
+            assert not any(" by throughput " in r["why"][:40] for r in rows)

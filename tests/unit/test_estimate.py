@@ -372,11 +372,11 @@ def test_inside_overlapping_estimates_fewer_gpus_then_more_memory_rank_first():
     by_throughput = within_budget(configs, 600.0, 8.0, 3)
     assert [(c.candidate.slug, c.count) for c in by_throughput] == [("a", 2), ("b", 1), ("c", 2)]
     tiered_ = within_budget(configs, 600.0, 8.0, 3, tiers=True)
-    assert [(c.candidate.slug, c.count) for c in tiered_] == [("b", 1), ("a", 2), ("a", 1)]
-    # the scan goes past `limit` to find the tier: one row asked, the one card answers
-    assert [(c.candidate.slug, c.count) for c in within_budget(configs, 600, 8, 1, tiers=True)] == [
-        ("b", 1)
-    ]
+    assert [(c.candidate.slug, c.count) for c in tiered_][:3] == [("b", 1), ("a", 2), ("a", 1)]
+    # the scan goes past `limit` to find the tier: one row asked, the one card answers, and
+    # the faster one it ranks above comes with it
+    taken = within_budget(configs, 600, 8, 1, tiers=True)
+    assert [(c.candidate.slug, c.count) for c in taken][:2] == [("b", 1), ("a", 2)]
     first, faster = tiered_[0], tiered_[1]
     assert faster_below(tiered_, 0) is faster
     assert ranked_above_because(first, faster) == ("fewer GPUs", "more memory per GPU")
@@ -411,3 +411,37 @@ def test_property_the_first_row_is_the_fastest_or_a_tie_it_breaks(specs, budget,
             first.candidate.memory_gb >= fastest.candidate.memory_gb
         )
         assert fewer or roomier
+
+
+def test_a_gpus_larger_count_never_takes_the_place_its_smaller_count_earned():
+    """One 16 GB card (~97.5), 2 x a 24 GB card (~95) and one of those alone (~50), estimates
+    so wide that all three overlap: the 16 GB card ranks first for fewer GPUs, and the 24 GB
+    card's two are not moved up into the place its one earned for memory (putting a GPU's
+    larger count in its smaller count's place had ranked 2 x RTX 3090 above one RTX 5080)."""
+
+    def wide(slug, value, usd, memory):  # a spec-only estimate: 2.5x either way
+        e = est.Estimate(slug, value, "estimated", 0, value / 2.5, value * 2.5, "spec-ratio")
+        price = PriceObservation(usd, "new", "msrp", date(2025, 1, 1))
+        return Candidate(slug, slug, memory, 300.0, "pcie", e, price)
+
+    cands = [wide("x", 50.0, 100.0, 24.0), wide("y", 97.5, 600.0, 16.0)]
+    configs = ranked(cands, max_gpus=2)
+    order = within_budget(configs, 1000.0, 8.0, 3, tiers=True)
+    assert [(c.candidate.slug, c.count) for c in order][:2] == [("y", 1), ("x", 2)]
+    assert ranked_above_because(order[0], order[1]) == ("fewer GPUs",)
+
+
+@given(cands_st, st.floats(10, 1e5), st.integers(1, 8), st.integers(1, 6))
+@settings(max_examples=100, deadline=None)
+def test_property_the_rows_a_limit_shows_are_the_first_of_every_row(specs, budget, max_gpus, k):
+    """The early stop of within_budget(tiers=True) loses nothing: asked for k rows it begins
+    with the first k of the whole order, and a row ranked above a faster one is ahead of it on
+    the tie-break (fewer GPUs, or as many with more memory)."""
+    cands = [candidate(f"g{i}", v, p, m) for i, (v, p, m) in enumerate(specs)]
+    configs = ranked(cands, max_gpus)
+    whole = within_budget(configs, budget, 12.0, len(configs) or 1, tiers=True)
+    assert within_budget(configs, budget, 12.0, k, tiers=True)[:k] == whole[:k]
+    for i, row in enumerate(whole):
+        faster = faster_below(whole, i)
+        if faster is not None:
+            assert ranked_above_because(row, faster), (row, faster)

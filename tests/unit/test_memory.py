@@ -255,4 +255,9 @@ def test_dequantization_moves_each_stored_weight_in_and_bf16_out_on_every_pass()
     assert per_token == pytest.approx(moved / 1e12 / 512)
     assert long.dequantization_s_per_token(1000.0) == pytest.approx(per_token / 8)
     assert Ask(model, "lora", bf16, context=512).dequantization_s_per_token(1000.0) == 0.0
+    # sharded over 8 GPUs a batch of 8 is one sequence each: each GPU dequantizes every weight
+    # for 512 tokens, not 4,096
+    eight = Ask(model, "qlora", nf4, context=512, batch=8)
+    assert eight.dequantization_s_per_token(1000.0, gpus=8) == pytest.approx(per_token)
+    assert eight.dequantization_s_per_token(1000.0) == pytest.approx(per_token / 8)
     assert Ask(model, "inference", nf4, context=512).dequantization_s_per_token(1000.0) == 0.0

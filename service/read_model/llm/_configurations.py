@@ -23,6 +23,7 @@ from service.read_model.llm._throughput import (
     held_to_decode_ceiling,
     held_to_training_envelope,
     learn,
+    redequantized,
     runs_format,
     with_dequantization,
 )
@@ -127,7 +128,7 @@ def _options(
             (value, low, high), held = held_to_training_envelope(
                 ask, gpu, speedup, (value, low, high), data
             )
-            value, low, high = with_dequantization(ask, gpu, speedup, (value, low, high))
+            value, low, high = with_dequantization(ask, gpu, count, speedup, (value, low, high))
         if not (math.isfinite(value) and value > 0):
             continue
         reference = _reference_estimate(kind, data, gpu.slug)  # None for a measured value
@@ -209,7 +210,9 @@ def with_more_gpus(
             s = _parallel_scaling(data, framework, gpu, n)
             if not s.speedup > last:
                 continue
-            last, gain = s.speedup, s.speedup / o.speedup
+            per_gpu = o.throughput / o.speedup
+            gain = s.speedup / o.speedup * redequantized(ask, gpu, per_gpu, o.count, n)
+            last = s.speedup
             value = o.throughput * gain
             one_low, one_high = narrowed(o.throughput, o.low, o.high, o.scaling_width)
             low, high = widened(value, one_low * gain, one_high * gain, s.log_half_width)

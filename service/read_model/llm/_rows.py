@@ -117,14 +117,14 @@ def recommendation_rows(
         affordable = _undominated(affordable, data, limits.costs)
     affordable = ranked(affordable)
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
-    rows = [
-        _recommendation(o, ask, data, limits, rank, by_cost, _faster_below(chosen, rank - 1))
+    rows = [  # the faster one a row ranks above may lie past the limit
+        _recommendation(o, ask, data, limits, rank, by_cost, _faster_below(affordable, rank - 1))
         for rank, o in enumerate(chosen, 1)
     ]
     if by_cost:
         rows = ranked_by_cost(rows, limit, "million tokens")
-    if rows:
-        top = max(r.throughput for r in rows)
+    if rows:  # the fastest within the budget, shown or not (sort=tco, limit)
+        top = max(o.throughput for o in affordable)
         return rows, faster_at_older_price(ask, data, limits, framework, top)
     return rows, (
         hint(ask, fitting, limits, data)

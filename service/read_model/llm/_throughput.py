@@ -443,20 +443,36 @@ def held_to_training_envelope(
 
 
 def with_dequantization(
-    ask: llm_fit.Ask, gpu: GpuRow, speedup: float, estimate: tuple[float, float, float]
+    ask: llm_fit.Ask,
+    gpu: GpuRow,
+    count: int,
+    speedup: float,
+    estimate: tuple[float, float, float],
 ) -> tuple[float, float, float]:
-    """A training estimate with the time its stored 4-bit weights take to dequantize on each
-    pass added to each GPU's time per token (QLoRA; Ask.dequantization_s_per_token), after the
-    compute envelope held it: the envelope bounds the matrix math, and dequantization is
-    memory traffic besides it. Unchanged for weights trained at 16 bits. The band keeps its
-    width in log."""
+    """A training estimate on `count` GPUs with the time its stored 4-bit weights take to
+    dequantize on each pass added to each GPU's time per token (QLoRA;
+    Ask.dequantization_s_per_token), after the compute envelope held it: the envelope bounds
+    the matrix math, and dequantization is memory traffic besides it. Unchanged for weights
+    trained at 16 bits. The band keeps its width in log."""
     value, low, high = estimate
-    extra = ask.dequantization_s_per_token(gpu.bandwidth_gbs)
+    extra = ask.dequantization_s_per_token(gpu.bandwidth_gbs, count)
     if not (extra > 0 and value > 0 and speedup > 0):
         return estimate
     per_gpu = value / speedup
     scale = 1.0 / (1.0 + per_gpu * extra)
     return value * scale, low * scale, high * scale
+
+
+def redequantized(ask: llm_fit.Ask, gpu: GpuRow, per_gpu: float, count: int, more: int) -> float:
+    """How a GPU's tokens/s `per_gpu` on `count` GPUs (dequantization included:
+    with_dequantization) changes on `more` of them, where each trains fewer sequences per step
+    and spends its dequantization over fewer tokens; 1.0 for weights trained at 16 bits."""
+    before = ask.dequantization_s_per_token(gpu.bandwidth_gbs, count)
+    after = ask.dequantization_s_per_token(gpu.bandwidth_gbs, more)
+    if before == after or not per_gpu > 0:
+        return 1.0
+    t = 1.0 / per_gpu
+    return t / (t - before + after)
 
 
 def _parallel_scaling(
