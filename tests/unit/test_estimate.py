@@ -12,8 +12,10 @@ from service.domain import estimate as est
 from service.domain.prices import PriceObservation, current_price
 from service.domain.recommend import (
     Candidate,
+    Configuration,
     configurations,
     faster_below,
+    fewest_gpus_first,
     ranked_above_because,
     ranked_above_words,
     why_body,
@@ -414,21 +416,35 @@ def test_property_the_first_row_is_the_fastest_or_a_tie_it_breaks(specs, budget,
 
 
 def test_a_gpus_larger_count_never_takes_the_place_its_smaller_count_earned():
-    """One 16 GB card (~97.5), 2 x a 24 GB card (~95) and one of those alone (~50), estimates
-    so wide that all three overlap: the 16 GB card ranks first for fewer GPUs, and the 24 GB
-    card's two are not moved up into the place its one earned for memory (putting a GPU's
-    larger count in its smaller count's place had ranked 2 x RTX 3090 above one RTX 5080)."""
+    """One 16 GB card (~97.5), 2 x a 24 GB card (~95: a poor 1.19x scaling) and one of those
+    alone (~80), all inside each other's bands and within 1.25x: the 16 GB card ranks first
+    for fewer GPUs, and the 24 GB card's two are not moved up into the place its one earned
+    for memory (putting a GPU's larger count in its smaller count's place had ranked 2 x RTX
+    3090 above one RTX 5080)."""
 
-    def wide(slug, value, usd, memory):  # a spec-only estimate: 2.5x either way
-        e = est.Estimate(slug, value, "estimated", 0, value / 2.5, value * 2.5, "spec-ratio")
-        price = PriceObservation(usd, "new", "msrp", date(2025, 1, 1))
-        return Candidate(slug, slug, memory, 300.0, "pcie", e, price)
+    def config(slug, memory, count, value):
+        c = candidate(slug, value, 100.0, memory)
+        return Configuration(c, count, value, value / 2, value * 2, 1.0, "single", "estimated", 0)
 
-    cands = [wide("x", 50.0, 100.0, 24.0), wide("y", 97.5, 600.0, 16.0)]
-    configs = ranked(cands, max_gpus=2)
-    order = within_budget(configs, 1000.0, 8.0, 3, tiers=True)
-    assert [(c.candidate.slug, c.count) for c in order][:2] == [("y", 1), ("x", 2)]
-    assert ranked_above_because(order[0], order[1]) == ("fewer GPUs",)
+    y1, x2, x1 = config("y", 16.0, 1, 97.5), config("x", 24.0, 2, 95.0), config("x", 24.0, 1, 80.0)
+    assert fewest_gpus_first([y1, x2, x1]) == [y1, x2, x1]
+    assert ranked_above_because(x2, y1) == ("more memory per GPU",)  # not what put y1 first
+    assert ranked_above_because(y1, x2) == ("fewer GPUs",)
+
+
+def test_estimates_far_apart_do_not_tie_however_wide_their_bands():
+    """One card at ~366 and 4 cards at ~947, each band 2.7x either way: they overlap, but 2.6x
+    apart the point estimates order them (tiers.TIE_RATIO); within 1.25x they tie."""
+
+    def config(slug, count, value):
+        c = candidate(slug, value, 100.0, 80.0)
+        e = value * 2.7
+        return Configuration(c, count, value, value / 2.7, e, 1.0, "single", "estimated", 0)
+
+    four, one = config("many", 4, 947.0), config("one", 1, 366.0)
+    assert fewest_gpus_first([four, one]) == [four, one]
+    near = config("one", 1, 800.0)
+    assert fewest_gpus_first([four, near]) == [near, four]
 
 
 @given(cands_st, st.floats(10, 1e5), st.integers(1, 8), st.integers(1, 6))
