@@ -258,14 +258,6 @@ def ranked_above_because(first: Configuration, faster: Configuration) -> tuple[s
     return tuple(reasons)
 
 
-def faster_below(ordered: Sequence[Configuration], index: int) -> Configuration | None:
-    """The fastest configuration after `ordered[index]` that is faster than it (a tie-break
-    put it lower: their bands overlap), or None."""
-    mine = ordered[index].throughput
-    faster = [c for c in ordered[index + 1 :] if c.throughput > mine]
-    return max(faster, key=lambda c: c.throughput, default=None)
-
-
 def cheapest_fitting(candidates: Iterable[Candidate], min_memory_gb: float) -> Candidate | None:
     """The cheapest priced GPU with enough memory: what a too-small budget would need."""
     priced = [c for c in candidates if c.price is not None and c.memory_gb >= min_memory_gb]
@@ -359,20 +351,22 @@ def ranked_above_words(
             f"has more memory per GPU ({first.candidate.memory_gb:g} GB against "
             f"{faster.candidate.memory_gb:g})"
         )
-    what = faster.candidate.slug
-    if faster.count > 1:
-        what = f"{faster.count} x {what}"
     return (
-        f" Ranked above {what}, faster at ~{figure(faster.throughput)} {unit}: their "
+        f" Ranked above {_named(faster)}, faster at ~{figure(faster.throughput)} {unit}: their "
         f"estimates overlap, and this one {' and '.join(parts) or 'comes first on the tie-break'}."
     )
+
+
+def _named(config: Configuration) -> str:
+    """'2 x nvidia-rtx-3080', or the slug alone for one GPU."""
+    slug = config.candidate.slug
+    return slug if config.count == 1 else f"{config.count} x {slug}"
 
 
 def why_body(config: Configuration, unit: str, reference: str, extra: float | None) -> str:
     """The part of `why` that depends on the configuration alone (kept per snapshot)."""
     cand = config.candidate
-    what = cand.slug if config.count == 1 else f"{config.count} x {cand.slug}"
-    what += f" ({cand.stack})"
+    what = f"{_named(config)} ({cand.stack})"
     scaling = scaling_phrase(config)
     source = basis_phrase(config, unit) + precision_note(cand.estimate.precision)
     return (

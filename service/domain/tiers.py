@@ -52,6 +52,15 @@ def overlap(a: Banded, b: Banded) -> bool:
     return inside and near
 
 
+def faster_below(ordered: Sequence[T], index: int) -> T | None:
+    """The fastest option after `ordered[index]` that is faster than it (a tie-break put it
+    lower: their estimates overlap), or None. `ordered` is every option, not only those a limit
+    shows, so a row names a faster one past the limit too."""
+    mine = ordered[index].throughput
+    faster = [o for o in ordered[index + 1 :] if o.throughput > mine]
+    return max(faster, key=lambda o: o.throughput, default=None)
+
+
 def tiered(
     ordered: Sequence[T],
     tie_break: Callable[[T], Any],

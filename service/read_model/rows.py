@@ -19,7 +19,6 @@ from service.domain.recommend import (
     ExtraFn,
     cheapest_fitting,
     configuration_model,
-    faster_below,
     per_dollar_spent,
     ranked_above_because,
     ranked_above_words,
@@ -28,6 +27,7 @@ from service.domain.recommend import (
     within_budget,
 )
 from service.domain.tco import CostSettings, affordable_count, budget_extra_usd, per_watt
+from service.domain.tiers import faster_below
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import (
     cost_key,

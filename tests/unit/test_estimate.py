@@ -14,7 +14,6 @@ from service.domain.recommend import (
     Candidate,
     Configuration,
     configurations,
-    faster_below,
     fewest_gpus_first,
     ranked_above_because,
     ranked_above_words,
@@ -23,6 +22,7 @@ from service.domain.recommend import (
     within_budget,
 )
 from service.domain.scaling import Scaling, efficiency, scaling
+from service.domain.tiers import faster_below
 
 TRAIN = est.WorkloadShape(flops_per_unit=2.45e10, memory_bound=False, precision="fp16")
 DECODE = est.WorkloadShape(flops_per_unit=1.35e10, memory_bound=True, precision="fp16")

@@ -17,10 +17,7 @@ from service.read_model.llm._budget import (
     _undominated,
     platform_extra,
 )
-from service.read_model.llm._configurations import (
-    options,
-    ranked,
-)
+from service.read_model.llm._configurations import options, ranked
 from service.read_model.llm._data import UNIT, LlmData, LlmOption, Pool
 from service.schemas.queries import MAX_GPUS
 

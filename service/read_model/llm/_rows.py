@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from typing import Any
 
-from service.domain import llm_fit, memory
+from service.domain import llm_fit, memory, tiers
 from service.domain.availability import platform_included
 from service.domain.prices import age_days, is_stale
 from service.domain.recommend import per_dollar_spent
@@ -118,7 +118,9 @@ def recommendation_rows(
     affordable = ranked(affordable)
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
     rows = [  # the faster one a row ranks above may lie past the limit
-        _recommendation(o, ask, data, limits, rank, by_cost, _faster_below(affordable, rank - 1))
+        _recommendation(
+            o, ask, data, limits, rank, by_cost, tiers.faster_below(affordable, rank - 1)
+        )
         for rank, o in enumerate(chosen, 1)
     ]
     if by_cost:
@@ -147,14 +149,6 @@ def _costed(o: LlmOption, total: float, data: LlmData, costs: CostSettings) -> C
         costs,
         platform_included(o.gpu.sold_as, o.gpu.unit_gpus),
     )
-
-
-def _faster_below(ordered: list[LlmOption], index: int) -> LlmOption | None:
-    """The fastest option shown after `ordered[index]` that is faster than it (llm_fit.rank
-    put it lower for headroom: their bands overlap), or None."""
-    mine = ordered[index].throughput
-    faster = [o for o in ordered[index + 1 :] if o.throughput > mine]
-    return max(faster, key=lambda o: o.throughput, default=None)
 
 
 def _recommendation(
