@@ -49,14 +49,18 @@ Llama 3 models (8B Q4_K_M, 8B F16, 70B Q4_K_M, each token count): 0.35 in log (m
 the 8B Q4_K_M runs 0.23 below what the 70B's rate and the roofline ratio say). Kept to its
 single reference's band, Qwen3 30B-A3B Q4_K_M on an RTX 3090 was ~208 tokens/s, likely 201-215.
 
-Ranking: throughput first; configurations whose values lie inside each other's bands form a
-tier, and inside a tier fewer GPUs rank first (as fast within what the estimates can tell, and
-one card needs no split, no bigger box and less power: 2 x RX 7900 XT at ~100 tokens/s and
-$2,249 with their box had ranked above one RX 7900 XTX at ~122 and $781 for its larger
-context), then more headroom (largest batch, then context, that still fits); equal headroom
-keeps throughput order, then the lower price. Counts of one GPU keep throughput order inside
-a tier (rank). Tiers are formed among the configurations that are offered (within budget), led
-by the fastest left.
+Ranking: throughput first; configurations whose estimates are tied (tiers.tied: within 1.25x
+and their gap inside their bands added in quadrature) form a tier, and inside a tier fewer
+GPUs rank first (as fast within what the estimates can tell, and one card needs no split, no
+bigger box and less power: 2 x RX 7900 XT at ~100 tokens/s and $2,249 with their box had
+ranked above one RX 7900 XTX at ~122 and $781 for its larger context), then more headroom
+(largest batch, then context, that still fits); equal headroom keeps throughput order, then
+the lower price; but never above a faster option of the tier that costs less (the cards
+and the box several need). Until 2026-12-07 a tie asked each band to hold the other's value,
+so the measured 2 x RTX 3090 on Llama-3.1-70B Q4_K_M (15.4 tokens/s, $3,038 with their box)
+could not tie with 3 x RTX 5080 (~16.8, likely 14.3-19.7, $4,778) and ranked below it. Counts
+of one GPU keep throughput order inside a tier (rank). Tiers are formed among the
+configurations that are offered (within budget), led by the fastest left.
 
 A recommendation offers no dominated configuration: one that another offered configuration
 beats on every count a buyer weighs (at least as many tokens/s, a cost no higher, at least as
@@ -358,17 +362,17 @@ class Option:
     throughput: float
     low: float
     high: float
-    price: float
+    price: float  # the cards, and the box several need where the caller knows it
     headroom: Headroom
     used: bool = False  # priced second-hand
 
 
 def rank(options: Sequence[Option]) -> list[Option]:
-    """By throughput; inside a tier of mutually overlapping bands, fewer GPUs, then more
-    headroom first, except between counts of one GPU: those keep throughput order
-    (tiers.tiered)."""
+    """By throughput; inside a tier of tied estimates fewer GPUs, then more headroom first,
+    never above a faster option that costs less, and between counts of one GPU throughput
+    order (tiers.tiered)."""
     ordered = sorted(options, key=lambda o: (-o.throughput, o.price, o.slug, o.count))
-    return tiered(ordered, _headroom_key, lambda o: o.slug)
+    return tiered(ordered, _headroom_key, lambda o: o.slug, lambda o: o.price)
 
 
 def undominated(options: Sequence[Option]) -> list[Option]:

@@ -16,7 +16,7 @@ from service.domain.estimate import (
 from service.domain.prices import PriceObservation
 from service.domain.scaling import Scaling
 from service.domain.tco import no_box_phrase
-from service.domain.tiers import tiered
+from service.domain.tiers import TIE_RATIO, tiered
 from service.domain.vocabulary import Measurement
 
 
@@ -198,11 +198,12 @@ def within_budget(
     offered: counted at $0 of platform they undercut every box that can be priced (the eighth
     card lowered the cost of ownership); a caller who prices the box (`platform_usd`) gets
     them. `tiers`: every configuration that can rank in the first `limit` by
-    fewest_gpus_first, in that order, for the caller to cut: scanned until no further one can
-    join the tier of one taken (its value below every band taken); those after the `limit`th
-    say which faster configuration a row ranks above (faster_below)."""
+    value_first, in that order, for the caller to cut: scanned until no further one can join
+    the tier of one taken (tiers.TIE_RATIO slower than every one taken); those after the
+    `limit`th say which faster configuration a row ranks above (faster_below)."""
     chosen: list[Configuration] = []
-    floor = math.inf  # the lowest band of those chosen: what a later one must reach to join
+    paid: dict[int, float] = {}  # id(config) -> what the budget pays for it
+    floor = 0.0  # below this no later configuration can tie with one chosen
     for config in configs:
         if len(chosen) >= limit and (not tiers or config.throughput < floor):
             break
@@ -223,15 +224,19 @@ def within_budget(
             continue
         if config.total_price + (box or 0.0) <= budget:
             chosen.append(config)
-            floor = min(floor, config.low)
-    return fewest_gpus_first(chosen) if tiers else chosen
+            paid[id(config)] = config.total_price + (box or 0.0)
+            floor = config.throughput / TIE_RATIO  # configs come fastest first
+    return fewest_gpus_first(chosen, lambda c: paid[id(c)]) if tiers else chosen
 
 
-def fewest_gpus_first(configs: Sequence[Configuration]) -> list[Configuration]:
-    """`configs` (fastest first) with each tier of mutually overlapping bands in the order an
-    expert buys in when the estimates cannot tell them apart: fewer GPUs (one card is simpler,
-    draws less and scales later), then more memory per GPU (memory decides what fits), then
-    throughput (tiers.tiered; an LLM ask breaks its ties the same way, by fewer GPUs and more
+def fewest_gpus_first(
+    configs: Sequence[Configuration], paid: Callable[[Configuration], float]
+) -> list[Configuration]:
+    """`configs` (fastest first) with each tier of tied estimates in the order an expert buys
+    in when the estimates cannot tell them apart: fewer GPUs (one card is simpler, draws less
+    and scales later), then more memory per GPU (memory decides what fits), then throughput,
+    but never above a faster configuration of the tier that costs less, in what the budget
+    `paid` (tiers.tiered; an LLM ask breaks its ties the same way, by fewer GPUs and more
     headroom). $1,500 had bought 2 x RTX 3080 10 GB (~93,853 tokens/s, likely 72,031-122,285)
     over one RTX 5080 16 GB (~80,981, likely 64,338-101,930)."""
     return tiered(
@@ -240,10 +245,11 @@ def fewest_gpus_first(configs: Sequence[Configuration]) -> list[Configuration]:
             c.count,
             -c.candidate.memory_gb,
             -c.throughput,
-            c.total_price,
+            paid(c),
             c.candidate.slug,
         ),
         lambda c: c.candidate.slug,
+        paid,
     )
 
 
@@ -341,7 +347,7 @@ def why_lead(
 def ranked_above_words(
     first: Configuration, faster: Configuration, reasons: tuple[str, ...], unit: str
 ) -> str:
-    """' Ranked above 2 x GPU, faster at ~X unit/s: their estimates overlap, and this one
+    """' Ranked above 2 x GPU, faster at ~X unit/s: their estimates are tied, and this one
     needs fewer GPUs (1 against 2)...' for a configuration a tie-break put above a faster one."""
     parts = []
     if "fewer GPUs" in reasons:
@@ -353,7 +359,8 @@ def ranked_above_words(
         )
     return (
         f" Ranked above {_named(faster)}, faster at ~{figure(faster.throughput)} {unit}: their "
-        f"estimates overlap, and this one {' and '.join(parts) or 'comes first on the tie-break'}."
+        f"estimates are tied, and this one "
+        f"{' and '.join(parts) or 'comes first on the tie-break'}."
     )
 
 

@@ -1,12 +1,22 @@
-"""Ranking inside uncertainty: throughput order, and a tie-break where estimates overlap.
+"""Ranking inside uncertainty: throughput order, and a tie-break where estimates are tied.
 
 Pure, shared by the fixed-workload answers (recommend.py) and the LLM answers (llm_fit.py).
 Design decisions:
 
-- A tier is a leader (the fastest not yet placed) and the options after it whose bands and
-  the leader's each hold the other's value (mutual overlap): inside it the estimates cannot
-  say which is faster, so the caller's tie-break orders it (fewer GPUs, then more memory or
-  headroom per GPU). Tiers keep throughput order between them.
+- A tier is a leader (the fastest not yet placed) and the options after it tied with it: the
+  gap between the two values is no wider than their band half-widths on the sides facing each
+  other, added in quadrature (the spread of a difference of two independent errors). Inside it
+  the estimates cannot say which is faster, so the caller's tie-break orders it (fewer GPUs,
+  then more memory or headroom per GPU). Tiers keep throughput order between them.
+  Each band holding the other's value (the rule until 2026-12-07) asked a measured value, whose
+  band is its results' spread, to fall inside that spread: the measured 2 x RTX 3090 on
+  Llama-3.1-70B Q4_K_M (15.4 tokens/s, band 15.0-15.9) could never tie with 3 x RTX 5080
+  estimated at 16.8 (14.3-19.7), and ranked below it at half its cost.
+- The tie-break never puts an option above a faster one of its tier that costs less (what
+  the budget pays: the cards and the box several need). Fewer GPUs and more memory are worth
+  something only at a price: 3 x RTX 5080 ($4,778 with their box, ~230,028 tokens/s) had
+  ranked above 4 x RTX 4080 Super ($4,607, ~266,694) for fewer GPUs, and 4 x RX 9070 above 4 x
+  RTX 3080 Ti, 19% faster for $48 less, for more memory.
 - Only estimates within TIE_RATIO of the leader tie, however wide their bands: two spec-only
   estimates each 2.7x either way had ranked one H100 PCIe (~366 sequences/s) above 4 x RTX 5090
   (~947) on BERT-large "for fewer GPUs". A band says how far an estimate may be off, not that
@@ -19,6 +29,7 @@ Design decisions:
   a $300,000 LoRA ask that buys the 8, ~4,156).
 """
 
+import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -45,16 +56,21 @@ T = TypeVar("T", bound=Banded)
 TIE_RATIO = 1.25  # the most a tier's leader may be faster than a member (module docstring)
 
 
-def overlap(a: Banded, b: Banded) -> bool:
-    """Whether each of `a` and `b` lies inside the other's band, within TIE_RATIO."""
-    inside = b.low <= a.throughput <= b.high and a.low <= b.throughput <= a.high
-    near = max(a.throughput, b.throughput) <= TIE_RATIO * min(a.throughput, b.throughput)
-    return inside and near
+def tied(a: Banded, b: Banded) -> bool:
+    """Whether `a` and `b` are within TIE_RATIO and their gap, in log, is no wider than the
+    faster one's band below it and the slower one's band above it, added in quadrature."""
+    fast, slow = (a, b) if a.throughput >= b.throughput else (b, a)
+    if slow.throughput <= 0 or fast.throughput > TIE_RATIO * slow.throughput:
+        return False
+    gap = math.log(fast.throughput / slow.throughput)
+    below = math.log(fast.throughput / fast.low) if fast.low > 0 else math.inf
+    above = math.log(slow.high / slow.throughput) if slow.high > 0 else 0.0
+    return gap <= math.hypot(below, above)
 
 
 def faster_below(ordered: Sequence[T], index: int) -> T | None:
     """The fastest option after `ordered[index]` that is faster than it (a tie-break put it
-    lower: their estimates overlap), or None. `ordered` is every option, not only those a limit
+    lower: their estimates are tied), or None. `ordered` is every option, not only those a limit
     shows, so a row names a faster one past the limit too."""
     mine = ordered[index].throughput
     faster = [o for o in ordered[index + 1 :] if o.throughput > mine]
@@ -65,28 +81,34 @@ def tiered(
     ordered: Sequence[T],
     tie_break: Callable[[T], Any],
     same: Callable[[T], Hashable],
+    paid: Callable[[T], float],
 ) -> list[T]:
-    """`ordered` (fastest first, ties as the caller wants) with each tier of mutually
-    overlapping bands put in `tie_break` order, except that the options of one `same` GPU keep
-    throughput order among themselves: each next place goes to the least `tie_break` among the
-    fastest unplaced option of each GPU in the tier (see the module docstring). So an option
-    ranked above a faster one of its tier is ahead of that one, or of its GPU's faster option,
-    on the tie-break: putting a GPU's larger count in the place its smaller count had earned
-    had ranked 2 x RTX 3090 above one RTX 5080 "for more memory per GPU"."""
+    """`ordered` (fastest first, ties as the caller wants) with each tier of tied options put
+    in `tie_break` order, except that an option never goes above a faster one of its tier that
+    costs less (`paid`), and the options of one `same` GPU keep throughput order among
+    themselves: each next place goes to the least `tie_break` among the fastest unplaced option
+    of each GPU in the tier that no faster unplaced option undercuts (see the module
+    docstring). So an option ranked above a faster one of its tier is ahead of that one, or of
+    its GPU's faster option, on the tie-break: putting a GPU's larger count in the place its
+    smaller count had earned had ranked 2 x RTX 3090 above one RTX 5080 "for more memory per
+    GPU"."""
     out: list[T] = []
     i = 0
     while i < len(ordered):
         leader = ordered[i]
         j = i + 1
-        while j < len(ordered) and overlap(ordered[j], leader):
+        while j < len(ordered) and tied(ordered[j], leader):
             j += 1
-        out.extend(_placed(ordered[i:j], tie_break, same))
+        out.extend(_placed(ordered[i:j], tie_break, same, paid))
         i = j
     return out
 
 
 def _placed(
-    tier: Sequence[T], tie_break: Callable[[T], Any], same: Callable[[T], Hashable]
+    tier: Sequence[T],
+    tie_break: Callable[[T], Any],
+    same: Callable[[T], Hashable],
+    paid: Callable[[T], float],
 ) -> list[T]:
     by_gpu: dict[Hashable, list[T]] = {}
     for o in tier:
@@ -95,8 +117,15 @@ def _placed(
         options.sort(key=lambda o: (-o.throughput, o.count), reverse=True)  # fastest last: popped
     out: list[T] = []
     while by_gpu:
-        key = min(by_gpu, key=lambda k: tie_break(by_gpu[k][-1]))
+        left = [o for options in by_gpu.values() for o in options]
+        heads = [k for k in by_gpu if not _undercut(by_gpu[k][-1], left, paid)]
+        key = min(heads, key=lambda k: tie_break(by_gpu[k][-1]))
         out.append(by_gpu[key].pop())
         if not by_gpu[key]:
             del by_gpu[key]
     return out
+
+
+def _undercut(o: T, left: Sequence[T], paid: Callable[[T], float]) -> bool:
+    """Whether a faster option still to be placed costs less than `o`."""
+    return any(f.throughput > o.throughput and paid(f) < paid(o) for f in left)

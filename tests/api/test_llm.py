@@ -866,13 +866,16 @@ def test_model_asks_sharing_data_answer_as_each_alone(client):
 def test_why_says_most_throughput_only_for_the_fastest_and_why_a_faster_one_ranks_lower(
     client, params
 ):
-    """llm_fit.rank puts more headroom first inside overlapping bands, so #1 is not always
-    the fastest; its account must then not claim it is, and say what ranks below it (shown, or
-    past the limit)."""
+    """llm_fit.rank puts fewer GPUs and more headroom first inside tied estimates, so #1 is not
+    always the fastest; its account must then not claim it is, and say what ranks below it
+    (shown, or past the limit). No row ranks above a faster one that costs less (its cards and
+    the box several need: throughput over perf_per_dollar)."""
     rows = client.get("/recommend", params=params | {"limit": 10}).json()["recommendations"]
     assert rows
     for i, row in enumerate(rows):
         below = [r for r in rows[i + 1 :] if r["throughput"] > row["throughput"]]
+        paid = row["throughput"] / row["perf_per_dollar"]
+        assert all(paid <= r["throughput"] / r["perf_per_dollar"] * (1 + 1e-9) for r in below)
         if i == 0:
             assert row["why"].startswith("Most throughput") == (not below), row["why"]
         if below:

@@ -633,6 +633,11 @@ def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload
     assert any(r["relative_performance"] is not None for r in fits)
 
 
+def _paid(row):
+    """What the budget pays for a row: its GPUs and the box several need."""
+    return row["throughput"] / row["perf_per_dollar"]
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -641,14 +646,17 @@ def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload
         {"budget": 2000, "workload": "llm-inference"},
         {"budget": 5000, "workload": "resnet50-train", "max_gpus": 4},
         {"budget": 5000, "mode": "independent"},
+        {"budget": 5000},
+        {"budget": 10000, "workload": "bert-large-squad-finetune"},
     ],
 )
 def test_a_row_ranked_above_a_faster_one_shares_its_band_and_says_why(client, params):
-    """Inside overlapping estimates fewer GPUs, then more memory per GPU, rank first (as an LLM
-    ask's headroom does). A row ranked above a faster one names the fastest such (shown or past
-    the limit), which is ahead of it on neither count; a shown faster row's band meets this
-    row's. Nothing faster below: no "Ranked above", and "Most throughput" at #1 (a row whose
-    place is not its speed's never says "by throughput")."""
+    """Inside tied estimates fewer GPUs, then more memory per GPU, rank first (as an LLM ask's
+    headroom does), never above a faster row that costs less (what the budget pays: throughput
+    over perf_per_dollar). A row ranked above a faster one names the fastest such (shown or
+    past the limit), which is ahead of it on neither count; a shown faster row's band meets
+    this row's. Nothing faster below: no "Ranked above", and "Most throughput" at #1 (a row
+    whose place is not its speed's never says "by throughput")."""
     for limit in (1, 3, 10):
         rows = client.get("/recommend", params=params | {"limit": limit}).json()
         rows = rows["recommendations"]
@@ -657,6 +665,8 @@ def test_a_row_ranked_above_a_faster_one_shares_its_band_and_says_why(client, pa
         for r in rows:
             named = re.search(r" Ranked above (?:(\d+) x )?(\S+), faster at ~([\d,.]+) ", r["why"])
             shown_faster = [f for f in rows[r["rank"] :] if f["throughput"] > r["throughput"]]
+            for f in shown_faster:
+                assert _paid(r) <= _paid(f) * (1 + 1e-9), (r["why"], f["why"])
             if named is None:
                 assert not shown_faster, (r["why"], shown_faster)
                 assert r["rank"] > 1 or r["why"].startswith("Most throughput within"), r["why"]
@@ -672,3 +682,31 @@ def test_a_row_ranked_above_a_faster_one_shares_its_band_and_says_why(client, pa
                     assert f["throughput_low"] <= r["throughput_high"], (r, f)
         if not in_order:
             assert not any(" by throughput " in r["why"][:40] for r in rows)
+
+
+def test_on_the_shipped_corpus_no_row_ranks_above_a_faster_one_that_costs_less(db, client):
+    """The tie-break (fewer GPUs, more memory or headroom) buys a slower configuration no place
+    above a faster one that costs less in what the budget pays: on the shipped corpus 3 x RTX
+    5080 had ranked above 4 x RTX 4080 Super at $5,000 (faster, $171 cheaper with their box),
+    and 4 x RX 9070 above 4 x RTX 3080 Ti at $3,000 (19% faster, $48 cheaper). Workload and
+    model asks alike."""
+    from service.catalog.seed import seed
+
+    seed(db)
+    asks = [{"budget": budget} for budget in (500, 800, 1500, 3000, 5000, 10000)] + [
+        {"budget": 5000, "mode": "independent"},
+        {"budget": 10000, "workload": "bert-large-squad-finetune"},
+        {"budget": 5000, "model": "llama-3.1-70b", "quant": "q4_k_m"},
+        {"budget": 30000, "model": "llama-3.1-70b", "quant": "q4_k_m"},
+        {"budget": 3000, "model": "llama-3.1-8b", "task": "qlora"},
+    ]
+    reordered = 0
+    for ask in asks:
+        rows = client.get("/recommend", params=ask | {"limit": 20}).json()["recommendations"]
+        assert rows, ask
+        for i, row in enumerate(rows):
+            for faster in rows[i + 1 :]:
+                if faster["throughput"] > row["throughput"]:
+                    reordered += 1
+                    assert _paid(row) <= _paid(faster) * (1 + 1e-9), (ask, row["why"])
+    assert reordered  # the tie-break did reorder some answers: the check ran

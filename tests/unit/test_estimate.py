@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.domain import estimate as est
+from service.domain import tiers
 from service.domain.prices import PriceObservation, current_price
 from service.domain.recommend import (
     Candidate,
@@ -364,17 +365,17 @@ def test_a_measured_band_is_an_80_percent_band_like_every_other():
 
 
 def test_inside_overlapping_estimates_fewer_gpus_then_more_memory_rank_first():
-    """2 x a 10 GB card (~95, likely 76-114) and one 16 GB card (~85, likely 68-102): neither
-    estimate can tell them apart, so the one card ranks first; a card outside that band keeps
-    its tier (2 x c, and one a inside its band, one GPU first), and with tiers off the order
-    is throughput's."""
-    cands = [candidate("a", 50.0, 100.0, 10.0), candidate("b", 85.0, 350.0, 16.0)]
+    """2 x a 10 GB card (~95, likely 76-114, $400) and one 16 GB card (~85, likely 68-102,
+    $350): neither estimate can tell them apart, so the one card ranks first; 2 x c (~57, $100)
+    stays above one a (~50, $200), faster and cheaper, though one a needs fewer GPUs; with tiers
+    off the order is throughput's."""
+    cands = [candidate("a", 50.0, 200.0, 10.0), candidate("b", 85.0, 350.0, 16.0)]
     cands.append(candidate("c", 30.0, 50.0, 24.0))
     configs = ranked(cands, max_gpus=2)
     by_throughput = within_budget(configs, 600.0, 8.0, 3)
     assert [(c.candidate.slug, c.count) for c in by_throughput] == [("a", 2), ("b", 1), ("c", 2)]
     tiered_ = within_budget(configs, 600.0, 8.0, 3, tiers=True)
-    assert [(c.candidate.slug, c.count) for c in tiered_][:3] == [("b", 1), ("a", 2), ("a", 1)]
+    assert [(c.candidate.slug, c.count) for c in tiered_][:3] == [("b", 1), ("a", 2), ("c", 2)]
     # the scan goes past `limit` to find the tier: one row asked, the one card answers, and
     # the faster one it ranks above comes with it
     taken = within_budget(configs, 600, 8, 1, tiers=True)
@@ -391,12 +392,44 @@ def test_inside_overlapping_estimates_fewer_gpus_then_more_memory_rank_first():
     assert [c.candidate.slug for c in order] == ["e", "d"]
 
 
+def test_a_tie_break_never_ranks_a_dearer_configuration_above_a_faster_one():
+    """The same two as above with the 10 GB card at $100: 2 x it (~95) cost $200, less than
+    the one 16 GB card ($350, ~85), so fewer GPUs and more memory buy the slower one no place
+    above it (3 x RTX 5080, $4,778 with their box, had ranked above 4 x RTX 4080 Super, faster
+    at $4,607); the box several cards need counts in what each costs."""
+    cands = [candidate("a", 50.0, 100.0, 10.0), candidate("b", 85.0, 350.0, 16.0)]
+    configs = ranked(cands, max_gpus=2)
+    tiered_ = within_budget(configs, 600.0, 8.0, 3, tiers=True)
+    assert [(c.candidate.slug, c.count) for c in tiered_][:2] == [("a", 2), ("b", 1)]
+    boxed = within_budget(configs, 600.0, 8.0, 3, lambda c: 200.0 * (c.count > 1), tiers=True)
+    assert [(c.candidate.slug, c.count) for c in boxed][:2] == [("b", 1), ("a", 2)]
+
+
+def test_a_measured_value_ties_with_an_estimate_whose_band_holds_it():
+    """A measured 15.4 (band 15.0-15.9) and an estimate of 16.8 (likely 14.3-19.7): the
+    estimate's band holds the measurement, the measurement's spread does not hold the estimate.
+    Their gap (0.087 in log) is inside the two bands added in quadrature (0.16 and 0.03), so
+    they tie and the measured pair, fewer GPUs and cheaper, ranks first (2 x RTX 3090 against
+    3 x RTX 5080 on Llama-3.1-70B Q4_K_M); 1.3x apart they do not tie."""
+
+    def config(slug, count, value, low, high, price):
+        c = candidate(slug, value, price, 24.0)
+        return Configuration(c, count, value, low, high, 1.0, "single", "estimated", 0)
+
+    three = config("x", 3, 16.8, 14.3, 19.7, 1000.0)
+    two = config("y", 2, 15.4, 15.0, 15.9, 1000.0)
+    assert tiers.tied(three, two) and tiers.tied(two, three)
+    assert fewest_gpus_first([three, two], lambda c: c.total_price) == [two, three]
+    slow = config("y", 2, 12.9, 12.5, 13.3, 1000.0)
+    assert not tiers.tied(three, slow)
+
+
 @given(cands_st, st.floats(10, 1e5), st.integers(1, 8))
 @settings(max_examples=100, deadline=None)
 def test_property_the_first_row_is_the_fastest_or_a_tie_it_breaks(specs, budget, max_gpus):
-    """With tiers the first row is the fastest within the budget, or a configuration whose band
-    and the fastest's each hold the other's value, with fewer GPUs or as many and more memory
-    per GPU; every row meets the budget and memory as without tiers."""
+    """With tiers the first row is the fastest within the budget, or a configuration tied with
+    it that costs less, with fewer GPUs or as many and more memory per GPU; every row meets the
+    budget and memory as without tiers."""
     cands = [candidate(f"g{i}", v, p, m) for i, (v, p, m) in enumerate(specs)]
     configs = ranked(cands, max_gpus)
     plain = within_budget(configs, budget, 12.0, len(configs) or 1)
@@ -406,8 +439,8 @@ def test_property_the_first_row_is_the_fastest_or_a_tie_it_breaks(specs, budget,
         return
     fastest, first = plain[0], tiered_[0]
     if first is not fastest:
-        assert fastest.low <= first.throughput <= fastest.high
-        assert first.low <= fastest.throughput <= first.high
+        assert tiers.tied(first, fastest)
+        assert first.total_price <= fastest.total_price  # never above a faster, cheaper one
         fewer = first.count < fastest.count
         roomier = first.count == fastest.count and (
             first.candidate.memory_gb >= fastest.candidate.memory_gb
@@ -427,7 +460,7 @@ def test_a_gpus_larger_count_never_takes_the_place_its_smaller_count_earned():
         return Configuration(c, count, value, value / 2, value * 2, 1.0, "single", "estimated", 0)
 
     y1, x2, x1 = config("y", 16.0, 1, 97.5), config("x", 24.0, 2, 95.0), config("x", 24.0, 1, 80.0)
-    assert fewest_gpus_first([y1, x2, x1]) == [y1, x2, x1]
+    assert fewest_gpus_first([y1, x2, x1], lambda c: c.total_price) == [y1, x2, x1]
     assert ranked_above_because(x2, y1) == ("more memory per GPU",)  # not what put y1 first
     assert ranked_above_because(y1, x2) == ("fewer GPUs",)
 
@@ -442,9 +475,10 @@ def test_estimates_far_apart_do_not_tie_however_wide_their_bands():
         return Configuration(c, count, value, value / 2.7, e, 1.0, "single", "estimated", 0)
 
     four, one = config("many", 4, 947.0), config("one", 1, 366.0)
-    assert fewest_gpus_first([four, one]) == [four, one]
+    paid = lambda c: c.total_price  # noqa: E731
+    assert fewest_gpus_first([four, one], paid) == [four, one]
     near = config("one", 1, 800.0)
-    assert fewest_gpus_first([four, near]) == [near, four]
+    assert fewest_gpus_first([four, near], paid) == [near, four]
 
 
 @given(cands_st, st.floats(10, 1e5), st.integers(1, 8), st.integers(1, 6))

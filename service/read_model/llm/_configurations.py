@@ -3,7 +3,7 @@ larger counts.
 """
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 
 from service.domain import llm_fit
@@ -160,10 +160,14 @@ def _options(
     return list(out.values())
 
 
-def ranked(found: list[LlmOption]) -> list[LlmOption]:
-    """`found` in llm_fit.rank's order (throughput; headroom inside overlapping bands)."""
+def ranked(
+    found: list[LlmOption], box: Callable[[LlmOption], float | None] | None = None
+) -> list[LlmOption]:
+    """`found` in llm_fit.rank's order (throughput; more per dollar inside tied estimates),
+    each priced at its cards plus `box` (the box several cards need; None: the cards alone)."""
     by_key = {(o.gpu.slug, o.count): o for o in found}
-    return [by_key[(o.slug, o.count)] for o in llm_fit.rank([o.as_option() for o in found])]
+    options = [o.as_option(box(o) if box else 0.0) for o in found]
+    return [by_key[(o.slug, o.count)] for o in llm_fit.rank(options)]
 
 
 def with_replicas(fitting: list[LlmOption], max_gpus: int) -> list[LlmOption]:

@@ -257,11 +257,13 @@ class LlmOption:
     # the measured training workload whose envelope held a training estimate down (None: none)
     held_to: llm_fit.TrainedEnvelope | None = None
 
-    def as_option(self) -> llm_fit.Option:
+    def as_option(self, box_usd: float | None = 0.0) -> llm_fit.Option:
         """As llm_fit ranks it: within its band less the scaling's width, which configurations
         of one count share (their speedup is read from the same row): widened, 4 x RX 9070 had
-        tied with 4 x RTX 3080 Ti, 26% faster, and ranked first for its headroom."""
-        price = self.gpu.price.usd * self.count if self.gpu.price else math.inf
+        tied with 4 x RTX 3080 Ti, 26% faster, and ranked first for its headroom. Priced at its
+        cards plus `box_usd`, the box several need (None: unknown, counted as 0)."""
+        cards = self.gpu.price.usd * self.count if self.gpu.price else math.inf
+        price = cards + (box_usd or 0.0)
         low, high = narrowed(self.throughput, self.low, self.high, self.scaling_width)
         return llm_fit.Option(
             self.gpu.slug,

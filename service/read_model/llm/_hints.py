@@ -4,6 +4,7 @@ what an answer says besides its rows: a faster configuration that only an older 
 """
 
 from dataclasses import replace
+from functools import partial
 
 from service.catalog import llm
 from service.domain import llm_fit, memory
@@ -63,7 +64,8 @@ def _best_within(
     """What /recommend would answer first for `ask` within `limits` (ordered by throughput),
     or None."""
     affordable = _affordable(_offered(ask, data, limits, framework), data, limits)
-    found = ranked(_undominated(affordable, data, limits.costs))
+    box = partial(platform_extra, data=data, costs=limits.costs)
+    found = ranked(_undominated(affordable, data, limits.costs), box)
     return found[0] if found else None
 
 

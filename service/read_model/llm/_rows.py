@@ -1,6 +1,7 @@
 """Ranking and recommendation rows of a language-model ask."""
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from service.domain import llm_fit, memory, tiers
@@ -107,7 +108,7 @@ def relative_to(
 def recommendation_rows(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, limit: int
 ) -> tuple[list[Recommendation], str | None]:
-    """The configurations within `limits`, by throughput (headroom inside overlapping bands)
+    """The configurations within `limits`, by throughput (more per dollar inside tied estimates)
     less the dominated ones, or with sort=tco by cost per million tokens over the costs'
     horizon; each row carries its cost of ownership and says it in `why`."""
     fitting = _offered(ask, data, limits, framework)
@@ -115,7 +116,7 @@ def recommendation_rows(
     affordable = _affordable(fitting, data, limits)
     if not by_cost:  # by cost of ownership, a dearer, slower card may still own for less
         affordable = _undominated(affordable, data, limits.costs)
-    affordable = ranked(affordable)
+    affordable = ranked(affordable, partial(platform_extra, data=data, costs=limits.costs))
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
     rows = [  # the faster one a row ranks above may lie past the limit
         _recommendation(
@@ -165,6 +166,7 @@ def _recommendation(
     total = price.usd * o.count
     cost = _costed(o, total, data, limits.costs)
     extra = platform_extra(o, data, limits.costs)
+    faster_extra = platform_extra(faster_below, data, limits.costs) if faster_below else None
     return Recommendation(
         rank=rank,
         unit_price=price,
@@ -174,7 +176,7 @@ def _recommendation(
         tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
         scaling_factor=o.speedup,
         scaling_basis=o.scaling_basis,
-        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, faster_below)} "
+        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, faster_below, faster_extra)} "
         f"{cost.sentence()}".strip(),
         **_row_fields(o),
         **cost.fields(),

@@ -15,10 +15,12 @@ def why(
     extra: float | None = 0.0,
     by_cost: bool = False,
     faster_below: LlmOption | None = None,
+    faster_extra: float | None = 0.0,
 ) -> str:
     """The account of one option; `rank` is its place by throughput, headroom first inside
-    overlapping bands (said so when the answer is ordered by cost, `by_cost`; and, when a
-    faster option ranks below it, `faster_below`, why)."""
+    tied estimates (said so when the answer is ordered by cost, `by_cost`; and, when a
+    faster option ranks below it, `faster_below`, why; `extra` and `faster_extra`: the box each
+    needs, as the budget pays it)."""
     what = _what(o, ask.phase)
     capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
     usable = ask.usable_gb(o.gpu.memory_gb)
@@ -70,11 +72,9 @@ def why(
         f"batch {o.headroom.max_batch} at context {ask.context}"
     )
     within = f" within ${budget:,.0f}" if budget is not None else ""
-    reasons = (
-        ()
-        if faster_below is None
-        else llm_fit.ranked_above_because(o.as_option(), faster_below.as_option())
-    )
+    mine = o.as_option(extra)
+    theirs = faster_below.as_option(faster_extra) if faster_below else None
+    reasons = () if theirs is None else llm_fit.ranked_above_because(mine, theirs)
     if by_cost:
         lead = f"#{rank} by throughput"
     elif rank == 1 and faster_below is None:
@@ -86,10 +86,10 @@ def why(
         lead = f"#{rank}"
     above = (
         ""
-        if faster_below is None
+        if faster_below is None or theirs is None
         else f" Ranked above {_what(faster_below, ask.phase)}, faster at "
-        f"~{figure(faster_below.throughput)} {UNIT}: their estimates overlap, and this one "
-        f"{_ranked_above_words(o, faster_below, reasons)}."
+        f"~{figure(faster_below.throughput)} {UNIT}: their estimates are tied, and this one "
+        f"{_ranked_above_words(mine, theirs, reasons)}."
     )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
@@ -104,7 +104,7 @@ def why(
     )
 
 
-def _ranked_above_words(o: LlmOption, faster: LlmOption, reasons: tuple[str, ...]) -> str:
+def _ranked_above_words(o: llm_fit.Option, faster: llm_fit.Option, reasons: tuple[str, ...]) -> str:
     """Why `o` ranks above `faster`, saying only what holds (llm_fit.ranked_above_because's
     `reasons`: fewer GPUs, more room)."""
     parts = []
