@@ -208,7 +208,8 @@ def decode_bytes_per_step(
 ) -> float:
     """Bytes one decode step reads: the weights a token runs through, plus every sequence's KV."""
     weights = memory.weight_bytes(model, quant) * model.active_params_b / model.params_b
-    return weights + memory.kv_cache_bytes_per_token(model) * context * batch
+    kv = memory.kv_cache_bytes_per_token(model) * memory.kv_tokens(model, context, stored=False)
+    return weights + kv * batch
 
 
 def decode_bytes_floor(model: memory.ModelSpec, quant: memory.Quantization) -> float:
@@ -231,9 +232,8 @@ def decode_ceiling_tokens_per_s(
     datasheet bandwidth over the least bytes a step reads (the layers' weights a token runs
     through, decode_bytes_floor, and every sequence's KV). A layer split's GPUs read their
     layers in turn (in_parallel 1); a tensor-parallel one's at once, each its share."""
-    step = decode_bytes_floor(model, quant) + memory.kv_cache_bytes_per_token(model) * (
-        context * batch
-    )
+    read = memory.kv_tokens(model, context, stored=False)
+    step = decode_bytes_floor(model, quant) + memory.kv_cache_bytes_per_token(model) * read * batch
     return bandwidth_ceiling(in_parallel * bandwidth_gbs, step / batch)
 
 

@@ -20,7 +20,12 @@ sharded data parallel, below):
   per layer: L x (kv_lora_rank + qk_rope_head_dim) x kv_bytes x s x b (DeepSeek-V2 paper,
   arXiv:2405.04434, sec. 2.1). Over N GPUs the g heads split, ceil(g / N) per GPU (a GPU
   never holds less than one head: vLLM replicates KV heads when N > g); the MLA latent is
-  not split by head, so every GPU holds all of it.
+  not split by head, so every GPU holds all of it. A sliding-window layer (Gemma 2 and 3's
+  local layers, models.csv `sliding_window`, `sliding_layers`) keeps at most its window plus
+  one prefill chunk of tokens (llama.cpp's SWA cache since ggml-org/llama.cpp PR #13194, May
+  2025: n_swa + n_ubatch cells) and a decode step reads at most its window (`kv_tokens`).
+  Costed as full layers, Gemma 3 27B at 131,072 tokens had needed 66.6 GB of KV where 52 of
+  its 62 layers keep 1,536 tokens: 11.4 GB, and one 32 GB card holds it at Q4_K_M.
 - activations, inference: working buffers of one layer for a prefill chunk of c = min(s,
   512) tokens (llama.cpp's default n_ubatch): b x c x (4h + 2i') x 2 bytes, i' the FFN width
   that runs per token, plus last-token logits b x V x 4 bytes. Attention scores are not
@@ -130,6 +135,8 @@ class ModelSpec:
     experts_per_token: int | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    sliding_window: int | None = None  # tokens a sliding-window layer attends to
+    sliding_layers: int = 0  # layers that attend to the last sliding_window tokens only
     source: str = ""
 
     @property
@@ -247,6 +254,8 @@ def parse_models(text: str) -> list[ModelSpec]:
                     experts_per_token=_opt_int(row.get("experts_per_token")),
                     kv_lora_rank=_opt_int(row.get("kv_lora_rank")),
                     qk_rope_head_dim=_opt_int(row.get("qk_rope_head_dim")),
+                    sliding_window=_opt_int(row.get("sliding_window")),
+                    sliding_layers=_opt_int(row.get("sliding_layers")) or 0,
                     source=(row.get("source") or "").strip(),
                 )
             )
@@ -363,6 +372,17 @@ def dequantized_bytes_per_step(model: ModelSpec, quant: Quantization, passes: in
     return passes * stored * (quant.bits_per_weight / 8 + 2)
 
 
+def kv_tokens(model: ModelSpec, context: float, stored: bool = True) -> float:
+    """Tokens of KV one sequence at `context` keeps (`stored`) or a decode step reads, in
+    full-attention layers' worth: a sliding-window layer keeps its window and one prefill chunk
+    (llama.cpp's SWA cache) and reads its window (see the module docstring)."""
+    if not model.sliding_window or not model.sliding_layers:
+        return context
+    window = model.sliding_window + (PREFILL_CHUNK if stored else 0)
+    full = model.layers - model.sliding_layers
+    return (full * context + model.sliding_layers * min(context, window)) / model.layers
+
+
 def kv_cache_bytes_per_token(model: ModelSpec, kv_bits: float = 16, gpus: int = 1) -> float:
     """KV cache bytes per token of context for one sequence, on one of `gpus` TP ranks."""
     kv_bytes = kv_bits / 8
@@ -453,11 +473,11 @@ def memory_breakdown(
         # the GPU holding the most layers holds their weights and KV, at full width
         share = layer_share(model, gpus)
         weights = weight_bytes(model, quant) * share
-        kv = kv_cache_bytes_per_token(model, kv_bits) * context * batch * share
+        kv = kv_cache_bytes_per_token(model, kv_bits) * kv_tokens(model, context) * batch * share
         acts = activation_bytes(model, task, context, batch, 1, flash_attention=flash_attention)
     elif split == "tensor":
         weights = weight_bytes(model, quant) / gpus
-        kv = kv_cache_bytes_per_token(model, kv_bits, gpus) * context * batch
+        kv = kv_cache_bytes_per_token(model, kv_bits, gpus) * kv_tokens(model, context) * batch
         acts = activation_bytes(model, task, context, batch, gpus, flash_attention=flash_attention)
     else:
         # sharded data parallel (FSDP, ZeRO-3): weights, gradients and optimizer states / N,

@@ -69,7 +69,8 @@ class MemoryAnswer(BaseModel):
         description="Inference: 2 x layers x ceil(kv_heads / N) x head_dim x kv_bits/8 x context "
         "x batch (grouped-query attention stores kv_heads, not heads); MLA: layers x "
         "(kv_lora_rank + qk_rope_head_dim) x kv_bits/8 x context x batch; split layer: every "
-        "kv head of the busiest GPU's ceil(layers / N) layers. 0 for training."
+        "kv head of the busiest GPU's ceil(layers / N) layers; a sliding-window layer (Gemma 2, "
+        "Gemma 3) keeps min(context, window + 512) tokens. 0 for training."
     )
     activations_gb: float = Field(
         description="Inference: batch x min(context, 512) x (4 h + 2 i) x 2 bytes + batch x vocab "

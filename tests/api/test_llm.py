@@ -1477,3 +1477,16 @@ def test_qlora_pays_for_dequantizing_its_weights_most_at_short_sequences(client)
     lo = client.get("/recommend", params=ask | {"task": "lora"}).json()["recommendations"]
     assert q and all("4-bit weights dequantized on each pass" in r["why"] for r in q)
     assert lo and not any("dequantized" in r["why"] for r in lo)
+
+
+def test_gemma_3_keeps_a_window_of_kv_in_its_local_layers(client):
+    """Gemma 3 27B at 131,072 tokens: 52 of its 62 layers keep 1,536 tokens of KV (1,024-token
+    window and one prefill chunk), so Q4_K_M needs 28.5 GB and one 32 GB card holds it within
+    $5,000; counted as full layers it had needed 83.6 GB and answered 4 x RX 7900 XTX."""
+    ask = {"model": "gemma-3-27b", "quant": "q4_k_m", "context": 131072}
+    need = client.get("/memory", params=ask).json()
+    assert need["kv_cache_gb"] == pytest.approx(11.39, abs=0.01)
+    assert need["total_gb"] == pytest.approx(28.47, abs=0.05)
+    rows = client.get("/recommend", params=ask | {"budget": 5000, "max_gpus": 1}).json()
+    assert rows["recommendations"], rows["hint"]
+    assert all(r["memory_needed_gb"] < 29 for r in rows["recommendations"])

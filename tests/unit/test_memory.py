@@ -261,3 +261,21 @@ def test_dequantization_moves_each_stored_weight_in_and_bf16_out_on_every_pass()
     assert eight.dequantization_s_per_token(1000.0, gpus=8) == pytest.approx(per_token)
     assert eight.dequantization_s_per_token(1000.0) == pytest.approx(per_token / 8)
     assert Ask(model, "inference", nf4, context=512).dequantization_s_per_token(1000.0) == 0.0
+
+
+def test_sliding_window_layers_keep_their_window_of_kv():
+    """Gemma 3 27B: 52 of 62 layers attend to the last 1,024 tokens, and llama.cpp caches
+    window + one 512-token prefill chunk for them; at 131,072 tokens the KV is 10 full layers'
+    worth plus 52 x 1,536 tokens (11.4 GB at fp16), not 62 full layers (66.6 GB). Up to the
+    window every layer keeps every token; a decode step reads the window alone."""
+    gemma = MODELS["gemma-3-27b"]
+    per_token = m.kv_cache_bytes_per_token(gemma)
+    assert per_token == 2 * 62 * 16 * 128 * 2
+    long = m.memory_breakdown(gemma, "inference", q("q4_k_m"), context=131072)
+    assert long.kv_cache == pytest.approx(per_token * (10 * 131072 + 52 * 1536) / 62)
+    assert long.kv_cache / m.GB == pytest.approx(11.39, abs=0.01)
+    short = m.memory_breakdown(gemma, "inference", q("q4_k_m"), context=1024)
+    assert short.kv_cache == pytest.approx(per_token * 1024)
+    assert m.kv_tokens(gemma, 131072, stored=False) == pytest.approx((10 * 131072 + 52 * 1024) / 62)
+    llama = MODELS["llama-3.1-8b"]
+    assert m.kv_tokens(llama, 131072) == 131072  # no sliding layers: every token, every layer

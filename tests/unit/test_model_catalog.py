@@ -43,6 +43,10 @@ def test_row_is_sourced_and_consistent(model):
         assert model.active_params_b == model.params_b
     if model.is_mla:
         assert model.qk_rope_head_dim
+    assert bool(model.sliding_window) == bool(model.sliding_layers)  # both or neither
+    assert 0 <= model.sliding_layers < model.layers  # some layers attend to everything
+    if model.sliding_window:
+        assert "sliding_window" in model.source and model.sliding_window < model.max_context
 
 
 @pytest.mark.parametrize("model", [x for x in MODELS if not x.is_mla], ids=lambda x: x.slug)
