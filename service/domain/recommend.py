@@ -198,7 +198,7 @@ def within_budget(
     offered: counted at $0 of platform they undercut every box that can be priced (the eighth
     card lowered the cost of ownership); a caller who prices the box (`platform_usd`) gets
     them. `tiers`: every configuration that can rank in the first `limit` by
-    value_first, in that order, for the caller to cut: scanned until no further one can join
+    fewest_gpus_first, in that order, for the caller to cut: scanned until no further one can join
     the tier of one taken (tiers.TIE_RATIO slower than every one taken); those after the
     `limit`th say which faster configuration a row ranks above (faster_below)."""
     chosen: list[Configuration] = []
@@ -361,6 +361,16 @@ def ranked_above_words(
         f" Ranked above {_named(faster)}, faster at ~{figure(faster.throughput)} {unit}: their "
         f"estimates are tied, and this one "
         f"{' and '.join(parts) or 'comes first on the tie-break'}."
+    )
+
+
+def cheaper_tie_words(tie: Configuration, paid: float, first_paid: float, unit: str) -> str:
+    """' As fast within the estimates: 2 x GPU (~X unit) for $Y, Z% less.' for the first row
+    of an answer, naming the cheapest configuration tied with it (tiers.cheaper_tie); `paid`
+    and `first_paid`: what the budget pays for each."""
+    return (
+        f" As fast within the estimates: {_named(tie)} (~{figure(tie.throughput)} {unit}) for "
+        f"${paid:,.0f}, {1 - paid / first_paid:.0%} less."
     )
 
 

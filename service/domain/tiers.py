@@ -68,6 +68,15 @@ def tied(a: Banded, b: Banded) -> bool:
     return gap <= math.hypot(below, above)
 
 
+def cheaper_tie(first: T, others: Sequence[T], paid: Callable[[T], float]) -> T | None:
+    """The cheapest of `others` tied with `first` that costs less than `first` by more than
+    TIE_RATIO, or None: what an answer led by the fastest names beside it, since the estimates
+    cannot say the dearer one is faster (one H100 PCIe, ~23.8 tokens/s on Llama-3.1-70B Q4_K_M
+    at $29,200, and 2 x RTX 5090, ~23.7 at $10,214 with their box)."""
+    cheaper = [o for o in others if paid(o) * TIE_RATIO < paid(first) and tied(o, first)]
+    return min(cheaper, key=lambda o: (paid(o), -o.throughput), default=None)
+
+
 def faster_below(ordered: Sequence[T], index: int) -> T | None:
     """The fastest option after `ordered[index]` that is faster than it (a tie-break put it
     lower: their estimates are tied), or None. `ordered` is every option, not only those a limit

@@ -17,6 +17,7 @@ from service.domain.recommend import (
     Candidate,
     Configuration,
     ExtraFn,
+    cheaper_tie_words,
     cheapest_fitting,
     configuration_model,
     per_dollar_spent,
@@ -27,7 +28,7 @@ from service.domain.recommend import (
     within_budget,
 )
 from service.domain.tco import CostSettings, affordable_count, budget_extra_usd, per_watt
-from service.domain.tiers import faster_below
+from service.domain.tiers import cheaper_tie, faster_below
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import (
     cost_key,
@@ -173,6 +174,15 @@ def recommendation_rows(
             )
             for rank, c in enumerate(shown, 1)
         ]
+        if items:
+
+            def paid(c: Configuration) -> float:
+                return c.total_price + (extra(c) or 0.0)
+
+            tie = cheaper_tie(ordered[0], ordered, paid)
+            if tie is not None:
+                words = cheaper_tie_words(tie, paid(tie), paid(ordered[0]), snapshot.workload.unit)
+                items[0] = items[0].model_copy(update={"why": items[0].why + words})
         top = max((c.throughput for c in ordered), default=0.0)
     else:
         fitting = within_budget(ranked, budget, min_memory_gb, len(ranked) or 1, extra, together_gb)

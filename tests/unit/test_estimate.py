@@ -495,3 +495,20 @@ def test_property_the_rows_a_limit_shows_are_the_first_of_every_row(specs, budge
         faster = faster_below(whole, i)
         if faster is not None:
             assert ranked_above_because(row, faster), (row, faster)
+
+
+def test_the_cheapest_tie_costs_less_by_more_than_the_tie_ratio():
+    """One card at ~23.8 (measured, $29,200) and 2 x another at ~23.7 (likely 20-28, $10,214):
+    tied, and 65% cheaper, so the answer names it; a tie that costs less by 1.25x or under, or
+    a cheaper option the estimates set apart, is not named."""
+
+    def config(slug, count, value, low, high):
+        c = candidate(slug, value, 100.0, 80.0)
+        return Configuration(c, count, value, low, high, 1.0, "single", "estimated", 0)
+
+    h100, pair = config("h100", 1, 23.8, 23.0, 24.6), config("5090", 2, 23.7, 20.0, 28.0)
+    slow = config("slow", 1, 15.0, 14.0, 16.0)
+    paid = {id(h100): 29200.0, id(pair): 10214.0, id(slow): 2000.0}
+    assert tiers.cheaper_tie(h100, [h100, pair, slow], lambda c: paid[id(c)]) is pair
+    paid[id(pair)] = 29200.0 / 1.25
+    assert tiers.cheaper_tie(h100, [h100, pair, slow], lambda c: paid[id(c)]) is None

@@ -163,7 +163,7 @@ def _options(
 def ranked(
     found: list[LlmOption], box: Callable[[LlmOption], float | None] | None = None
 ) -> list[LlmOption]:
-    """`found` in llm_fit.rank's order (throughput; more per dollar inside tied estimates),
+    """`found` in llm_fit.rank's order (throughput; fewer GPUs and headroom inside tied estimates),
     each priced at its cards plus `box` (the box several cards need; None: the cards alone)."""
     by_key = {(o.gpu.slug, o.count): o for o in found}
     options = [o.as_option(box(o) if box else 0.0) for o in found]

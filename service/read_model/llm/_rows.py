@@ -34,7 +34,7 @@ from service.read_model.llm._hints import (
     other_asks,
     smaller_quant,
 )
-from service.read_model.llm._words import why
+from service.read_model.llm._words import cheaper_tie_words, why
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
 
@@ -108,9 +108,11 @@ def relative_to(
 def recommendation_rows(
     ask: llm_fit.Ask, data: LlmData, limits: Limits, framework: str, limit: int
 ) -> tuple[list[Recommendation], str | None]:
-    """The configurations within `limits`, by throughput (more per dollar inside tied estimates)
-    less the dominated ones, or with sort=tco by cost per million tokens over the costs'
-    horizon; each row carries its cost of ownership and says it in `why`."""
+    """The configurations within `limits`, by throughput (fewer GPUs and headroom inside tied
+    estimates, never above a faster one that costs less) less the dominated ones, or with
+    sort=tco by cost per million tokens over the costs' horizon; each row carries its cost of
+    ownership and says it in `why`, and the first names the cheapest configuration tied with
+    it that costs less by more than tiers.TIE_RATIO (tiers.cheaper_tie)."""
     fitting = _offered(ask, data, limits, framework)
     by_cost = limits.sort == "tco"
     affordable = _affordable(fitting, data, limits)
@@ -126,6 +128,13 @@ def recommendation_rows(
     ]
     if by_cost:
         rows = ranked_by_cost(rows, limit, "million tokens")
+    elif rows:  # as it ranks them: within their bands less the scaling's width, at their cost
+        box = partial(platform_extra, data=data, costs=limits.costs)
+        priced = [o.as_option(box(o)) for o in affordable]
+        tie = tiers.cheaper_tie(priced[0], priced, lambda p: p.price)
+        if tie is not None:
+            named = affordable[priced.index(tie)]
+            rows[0].why += cheaper_tie_words(named, tie.price, priced[0].price, ask.phase)
     if rows:  # the fastest within the budget, shown or not (sort=tco, limit)
         top = max(o.throughput for o in affordable)
         return rows, faster_at_older_price(ask, data, limits, framework, top)
@@ -166,7 +175,6 @@ def _recommendation(
     total = price.usd * o.count
     cost = _costed(o, total, data, limits.costs)
     extra = platform_extra(o, data, limits.costs)
-    faster_extra = platform_extra(faster_below, data, limits.costs) if faster_below else None
     return Recommendation(
         rank=rank,
         unit_price=price,
@@ -176,7 +184,7 @@ def _recommendation(
         tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
         scaling_factor=o.speedup,
         scaling_basis=o.scaling_basis,
-        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, faster_below, faster_extra)} "
+        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, faster_below)} "
         f"{cost.sentence()}".strip(),
         **_row_fields(o),
         **cost.fields(),

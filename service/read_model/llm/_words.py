@@ -15,12 +15,10 @@ def why(
     extra: float | None = 0.0,
     by_cost: bool = False,
     faster_below: LlmOption | None = None,
-    faster_extra: float | None = 0.0,
 ) -> str:
     """The account of one option; `rank` is its place by throughput, headroom first inside
     tied estimates (said so when the answer is ordered by cost, `by_cost`; and, when a
-    faster option ranks below it, `faster_below`, why; `extra` and `faster_extra`: the box each
-    needs, as the budget pays it)."""
+    faster option ranks below it, `faster_below`, why)."""
     what = _what(o, ask.phase)
     capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
     usable = ask.usable_gb(o.gpu.memory_gb)
@@ -72,9 +70,11 @@ def why(
         f"batch {o.headroom.max_batch} at context {ask.context}"
     )
     within = f" within ${budget:,.0f}" if budget is not None else ""
-    mine = o.as_option(extra)
-    theirs = faster_below.as_option(faster_extra) if faster_below else None
-    reasons = () if theirs is None else llm_fit.ranked_above_because(mine, theirs)
+    reasons = (
+        ()
+        if faster_below is None
+        else llm_fit.ranked_above_because(o.as_option(), faster_below.as_option())
+    )
     if by_cost:
         lead = f"#{rank} by throughput"
     elif rank == 1 and faster_below is None:
@@ -86,10 +86,10 @@ def why(
         lead = f"#{rank}"
     above = (
         ""
-        if faster_below is None or theirs is None
+        if faster_below is None
         else f" Ranked above {_what(faster_below, ask.phase)}, faster at "
         f"~{figure(faster_below.throughput)} {UNIT}: their estimates are tied, and this one "
-        f"{_ranked_above_words(mine, theirs, reasons)}."
+        f"{_ranked_above_words(o, faster_below, reasons)}."
     )
     price = f" for ${o.gpu.price.usd * o.count:,.0f}" if o.gpu.price else ""
     if o.gpu.price and extra is None and o.count > 1:
@@ -104,7 +104,7 @@ def why(
     )
 
 
-def _ranked_above_words(o: llm_fit.Option, faster: llm_fit.Option, reasons: tuple[str, ...]) -> str:
+def _ranked_above_words(o: LlmOption, faster: LlmOption, reasons: tuple[str, ...]) -> str:
     """Why `o` ranks above `faster`, saying only what holds (llm_fit.ranked_above_because's
     `reasons`: fewer GPUs, more room)."""
     parts = []
@@ -114,6 +114,15 @@ def _ranked_above_words(o: llm_fit.Option, faster: llm_fit.Option, reasons: tupl
     if room:
         parts.append("leaves room for a " + " and a ".join(room))
     return " and ".join(parts) or "comes first on the tie-break"
+
+
+def cheaper_tie_words(tie: LlmOption, paid: float, first_paid: float, phase: str) -> str:
+    """' As fast within the estimates: 2 x GPU (~X tokens/s) for $Y, Z% less.' for the first
+    row of an answer, naming the cheapest configuration tied with it (tiers.cheaper_tie)."""
+    return (
+        f" As fast within the estimates: {_what(tie, phase)} (~{figure(tie.throughput)} {UNIT}) "
+        f"for ${paid:,.0f}, {1 - paid / first_paid:.0%} less."
+    )
 
 
 def _passes_words(ask: llm_fit.Ask) -> str:
