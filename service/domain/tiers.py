@@ -124,17 +124,40 @@ def _placed(
         by_gpu.setdefault(same(o), []).append(o)
     for options in by_gpu.values():
         options.sort(key=lambda o: (-o.throughput, o.count), reverse=True)  # fastest last: popped
+    cost = {id(o): paid(o) for o in tier}
+    keys = {id(o): tie_break(o) for o in tier}
+    fastest_first = sorted(tier, key=lambda o: -o.throughput)
+    placed: set[int] = set()
     out: list[T] = []
     while by_gpu:
-        left = [o for options in by_gpu.values() for o in options]
-        heads = [k for k in by_gpu if not _undercut(by_gpu[k][-1], left, paid)]
-        key = min(heads, key=lambda k: tie_break(by_gpu[k][-1]))
+        heads = {id(options[-1]): k for k, options in by_gpu.items()}
+        chosen = min(_not_undercut(fastest_first, placed, heads, cost), key=lambda o: keys[id(o)])
+        key = heads[id(chosen)]
         out.append(by_gpu[key].pop())
+        placed.add(id(chosen))
         if not by_gpu[key]:
             del by_gpu[key]
     return out
 
 
-def _undercut(o: T, left: Sequence[T], paid: Callable[[T], float]) -> bool:
-    """Whether a faster option still to be placed costs less than `o`."""
-    return any(f.throughput > o.throughput and paid(f) < paid(o) for f in left)
+def _not_undercut(
+    fastest_first: Sequence[T], placed: set[int], heads: dict[int, Hashable], cost: dict[int, float]
+) -> list[T]:
+    """The heads no faster unplaced option undercuts (costs less than), in one pass down
+    `fastest_first`: the least cost of the strictly faster options so far says it. The fastest
+    head always qualifies."""
+    found: list[T] = []
+    cheapest_faster = math.inf
+    i = 0
+    while i < len(fastest_first):
+        value = fastest_first[i].throughput
+        cheapest_here = math.inf
+        while i < len(fastest_first) and fastest_first[i].throughput == value:
+            o = fastest_first[i]
+            if id(o) not in placed:
+                if id(o) in heads and cost[id(o)] <= cheapest_faster:
+                    found.append(o)
+                cheapest_here = min(cheapest_here, cost[id(o)])
+            i += 1
+        cheapest_faster = min(cheapest_faster, cheapest_here)
+    return found
