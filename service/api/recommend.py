@@ -18,6 +18,7 @@ from service.api.deps import ReadModelDep
 from service.api.direct_route import DirectRoute
 from service.api.http_cache import http_cached
 from service.api.query_model import QueryModel
+from service.domain.scaling import unprofiled_note
 from service.read_model import llm as llm_rows
 from service.read_model.reads import Rows
 from service.schemas.common import Problem
@@ -105,6 +106,9 @@ def _respond(
     """Either ask's answer: CSV rows (the hint in X-Hint), or JSON with the query's echo and
     `answer`'s fields (what the ask read). Built and validated here and serialized once,
     skipping FastAPI's second validation pass."""
+    note = unprofiled_note(q.framework, (i.scaling_basis for i in items))
+    if note is not None:
+        hint = f"{hint}; {note}" if hint else note
     if as_csv:
         headers = {"X-Hint": header_value(hint)} if hint else None
         stated = {k: answer.get(k) for k in ("workload", "precision")}

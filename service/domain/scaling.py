@@ -117,6 +117,20 @@ def efficiency(
     return min(profiles[(fw, link, known)], 1.0), fw, link
 
 
+def unprofiled_note(framework: str, bases: Iterable[str]) -> str | None:
+    """What an answer says when `framework` has no profile and a row's GPUs scale by the
+    `default` one (its `scaling_basis` says profile:default/...): 'pytorh' was taken silently,
+    and 4 GPUs scaled 3.0x instead of pytorch's 3.74x."""
+    if framework == FALLBACK_FRAMEWORK:
+        return None
+    if not any(b.startswith(f"profile:{FALLBACK_FRAMEWORK}/") for b in bases):
+        return None
+    return (
+        f"framework={framework} has no scaling profile: several GPUs scale by the conservative "
+        f"{FALLBACK_FRAMEWORK} profile (GET /scaling-profiles lists the frameworks that have one)"
+    )
+
+
 TP_COST = {"pcie": 0.15, "nvlink": 0.05}  # assumed, see the module docstring
 
 

@@ -722,3 +722,18 @@ def test_on_the_shipped_corpus_no_row_ranks_above_a_faster_one_that_costs_less(d
                     reordered += 1
                     assert _paid(row) <= _paid(faster) * (1 + 1e-9), (ask, row["why"])
     assert reordered and noted  # the tie-break reordered some answers, some name a cheaper tie
+
+
+def test_a_framework_without_a_profile_is_named_in_the_hint(client):
+    """framework=pytorh scales several GPUs by the conservative default profile (4 GPUs 3.0x
+    where pytorch's is 3.74x); the answer had taken it silently. A known one, or default asked
+    for by name, adds nothing; CSV carries the note in X-Hint."""
+    ask = {"budget": 3000, "max_gpus": 4}
+    typo = client.get("/recommend", params=ask | {"framework": "pytorh"}).json()
+    assert any(r["count"] > 1 for r in typo["recommendations"])
+    assert "framework=pytorh has no scaling profile" in (typo["hint"] or "")
+    for known in ("pytorch", "default"):
+        hint = client.get("/recommend", params=ask | {"framework": known}).json()["hint"]
+        assert "no scaling profile" not in (hint or "")
+    csv = client.get("/recommend", params=ask | {"framework": "pytorh", "format": "csv"})
+    assert "framework=pytorh has no scaling profile" in csv.headers["x-hint"]
