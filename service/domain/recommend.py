@@ -364,13 +364,19 @@ def ranked_above_words(
     )
 
 
-def cheaper_tie_words(tie: Configuration, paid: float, first_paid: float, unit: str) -> str:
-    """' As fast within the estimates: 2 x GPU (~X unit) for $Y, Z% less.' for the first row
-    of an answer, naming the cheapest configuration tied with it (tiers.cheaper_tie); `paid`
-    and `first_paid`: what the budget pays for each."""
+def cheaper_tie_words(
+    tie: Configuration, first: Configuration, paid: float, first_paid: float, unit: str
+) -> str:
+    """' As fast within the estimates: 2 x GPU (16 GB per GPU against 24), ~X unit, for $Y, Z%
+    less.' for the first row of an answer, naming the cheapest configuration tied with it
+    that gives more per dollar (tiers.cheaper_tie); `paid` and `first_paid`: what the budget
+    pays for each. The memory is said where it differs: the cheaper card may hold less."""
+    memory = tie.candidate.memory_gb
+    differs = memory != first.candidate.memory_gb
+    held = f" ({memory:g} GB per GPU against {first.candidate.memory_gb:g})" if differs else ""
     return (
-        f" As fast within the estimates: {_named(tie)} (~{figure(tie.throughput)} {unit}) for "
-        f"${paid:,.0f}, {1 - paid / first_paid:.0%} less."
+        f" As fast within the estimates: {_named(tie)}{held}, ~{figure(tie.throughput)} {unit}, "
+        f"for ${paid:,.0f}, {1 - paid / first_paid:.0%} less."
     )
 
 

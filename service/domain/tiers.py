@@ -3,11 +3,12 @@
 Pure, shared by the fixed-workload answers (recommend.py) and the LLM answers (llm_fit.py).
 Design decisions:
 
-- A tier is a leader (the fastest not yet placed) and the options after it tied with it: the
-  gap between the two values is no wider than their band half-widths on the sides facing each
-  other, added in quadrature (the spread of a difference of two independent errors). Inside it
-  the estimates cannot say which is faster, so the caller's tie-break orders it (fewer GPUs,
-  then more memory or headroom per GPU). Tiers keep throughput order between them.
+- Two options are tied when the gap between their values is no wider than their band
+  half-widths on the sides facing each other, added in quadrature (the spread of a difference
+  of two independent errors): the estimates cannot say which is faster, so the caller's
+  tie-break orders them (fewer GPUs, then more memory or headroom per GPU). Options not tied
+  keep throughput order (tiered: each place goes to the least tie-break among the options
+  that every faster unplaced one is tied with).
   Each band holding the other's value (the rule until 2026-12-07) asked a measured value, whose
   band is its results' spread, to fall inside that spread: the measured 2 x RTX 3090 on
   Llama-3.1-70B Q4_K_M (15.4 tokens/s, band 15.0-15.9) could never tie with 3 x RTX 5080
@@ -69,12 +70,19 @@ def tied(a: Banded, b: Banded) -> bool:
 
 
 def cheaper_tie(first: T, others: Sequence[T], paid: Callable[[T], float]) -> T | None:
-    """The cheapest of `others` tied with `first` that costs less than `first` by more than
-    TIE_RATIO, or None: what an answer led by the fastest names beside it, since the estimates
-    cannot say the dearer one is faster (one H100 PCIe, ~23.8 tokens/s on Llama-3.1-70B Q4_K_M
-    at $29,200, and 2 x RTX 5090, ~23.7 at $10,214 with their box)."""
-    cheaper = [o for o in others if paid(o) * TIE_RATIO < paid(first) and tied(o, first)]
-    return min(cheaper, key=lambda o: (paid(o), -o.throughput), default=None)
+    """The cheapest of `others` tied with `first` whose throughput per dollar beats `first`'s
+    by more than TIE_RATIO, or None: what an answer led by a dearer option names beside it,
+    since the estimates cannot say the dearer one is faster (one H100 PCIe, ~23.8 tokens/s on
+    Llama-3.1-70B Q4_K_M at $29,200, and 2 x RTX 5090, ~23.7 at $10,214 with their box). A
+    cheaper option that gives as much per dollar (4 x RTX 3080, 16% slower for 20% less) is
+    no news."""
+    value = first.throughput / paid(first) if paid(first) > 0 else math.inf
+    better = [
+        o
+        for o in others
+        if paid(o) > 0 and o.throughput / paid(o) > TIE_RATIO * value and tied(o, first)
+    ]
+    return min(better, key=lambda o: (paid(o), -o.throughput), default=None)
 
 
 def faster_below(ordered: Sequence[T], index: int) -> T | None:
@@ -92,72 +100,55 @@ def tiered(
     same: Callable[[T], Hashable],
     paid: Callable[[T], float],
 ) -> list[T]:
-    """`ordered` (fastest first, ties as the caller wants) with each tier of tied options put
-    in `tie_break` order, except that an option never goes above a faster one of its tier that
-    costs less (`paid`), and the options of one `same` GPU keep throughput order among
-    themselves: each next place goes to the least `tie_break` among the fastest unplaced option
-    of each GPU in the tier that no faster unplaced option undercuts (see the module
-    docstring). So an option ranked above a faster one of its tier is ahead of that one, or of
-    its GPU's faster option, on the tie-break: putting a GPU's larger count in the place its
-    smaller count had earned had ranked 2 x RTX 3090 above one RTX 5080 "for more memory per
-    GPU"."""
+    """`ordered` (fastest first, ties as the caller wants) reordered where estimates are tied:
+    each next place goes to the least `tie_break` among the options no faster unplaced option
+    must precede. One must precede another when it is faster and not tied with it (further
+    apart than the bands or TIE_RATIO allow), costs less (`paid`), or is a faster count of the
+    `same` GPU (see the module docstring). The fastest unplaced option is always free, so
+    throughput order holds wherever the estimates can tell. A tier fixed around its leader had
+    left a card tied with the first answer in the next tier when a faster configuration it was
+    not tied with led the first: at $1,500 the measured RX 7900 XTX 24 GB ranked fourth, below
+    2 x RTX 4070 12 GB, and first with max_gpus=1."""
+    n = len(ordered)
+    cost = [paid(o) for o in ordered]
+    keys = [tie_break(o) for o in ordered]
+    groups = [same(o) for o in ordered]
+    placed = [False] * n
     out: list[T] = []
-    i = 0
-    while i < len(ordered):
-        leader = ordered[i]
-        j = i + 1
-        while j < len(ordered) and tied(ordered[j], leader):
-            j += 1
-        out.extend(_placed(ordered[i:j], tie_break, same, paid))
-        i = j
-    return out
-
-
-def _placed(
-    tier: Sequence[T],
-    tie_break: Callable[[T], Any],
-    same: Callable[[T], Hashable],
-    paid: Callable[[T], float],
-) -> list[T]:
-    by_gpu: dict[Hashable, list[T]] = {}
-    for o in tier:
-        by_gpu.setdefault(same(o), []).append(o)
-    for options in by_gpu.values():
-        options.sort(key=lambda o: (-o.throughput, o.count), reverse=True)  # fastest last: popped
-    cost = {id(o): paid(o) for o in tier}
-    keys = {id(o): tie_break(o) for o in tier}
-    fastest_first = sorted(tier, key=lambda o: -o.throughput)
-    placed: set[int] = set()
-    out: list[T] = []
-    while by_gpu:
-        heads = {id(options[-1]): k for k, options in by_gpu.items()}
-        chosen = min(_not_undercut(fastest_first, placed, heads, cost), key=lambda o: keys[id(o)])
-        key = heads[id(chosen)]
-        out.append(by_gpu[key].pop())
-        placed.add(id(chosen))
-        if not by_gpu[key]:
-            del by_gpu[key]
-    return out
-
-
-def _not_undercut(
-    fastest_first: Sequence[T], placed: set[int], heads: dict[int, Hashable], cost: dict[int, float]
-) -> list[T]:
-    """The heads no faster unplaced option undercuts (costs less than), in one pass down
-    `fastest_first`: the least cost of the strictly faster options so far says it. The fastest
-    head always qualifies."""
-    found: list[T] = []
-    cheapest_faster = math.inf
-    i = 0
-    while i < len(fastest_first):
-        value = fastest_first[i].throughput
-        cheapest_here = math.inf
-        while i < len(fastest_first) and fastest_first[i].throughput == value:
-            o = fastest_first[i]
-            if id(o) not in placed:
-                if id(o) in heads and cost[id(o)] <= cheapest_faster:
-                    found.append(o)
-                cheapest_here = min(cheapest_here, cost[id(o)])
+    first = 0  # the fastest unplaced
+    while first < n:
+        floor = ordered[first].throughput / TIE_RATIO
+        best = first
+        i = first + 1
+        while i < n and ordered[i].throughput >= floor:
+            if (
+                not placed[i]
+                and keys[i] < keys[best]
+                and _free(i, first, ordered, placed, cost, groups)
+            ):
+                best = i
             i += 1
-        cheapest_faster = min(cheapest_faster, cheapest_here)
-    return found
+        placed[best] = True
+        out.append(ordered[best])
+        while first < n and placed[first]:
+            first += 1
+    return out
+
+
+def _free(
+    i: int,
+    first: int,
+    ordered: Sequence[T],
+    placed: Sequence[bool],
+    cost: Sequence[float],
+    groups: Sequence[Hashable],
+) -> bool:
+    """Whether no unplaced option faster than `ordered[i]` must precede it."""
+    o = ordered[i]
+    for j in range(first, i):
+        f = ordered[j]
+        if placed[j] or f.throughput <= o.throughput:
+            continue
+        if groups[j] == groups[i] or cost[j] < cost[i] or not tied(f, o):
+            return False
+    return True

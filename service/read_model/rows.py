@@ -181,7 +181,8 @@ def recommendation_rows(
 
             tie = cheaper_tie(ordered[0], ordered, paid)
             if tie is not None:
-                words = cheaper_tie_words(tie, paid(tie), paid(ordered[0]), snapshot.workload.unit)
+                first, unit = ordered[0], snapshot.workload.unit
+                words = cheaper_tie_words(tie, first, paid(tie), paid(first), unit)
                 items[0] = items[0].model_copy(update={"why": items[0].why + words})
         top = max((c.throughput for c in ordered), default=0.0)
     else:

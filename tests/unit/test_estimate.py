@@ -497,10 +497,10 @@ def test_property_the_rows_a_limit_shows_are_the_first_of_every_row(specs, budge
             assert ranked_above_because(row, faster), (row, faster)
 
 
-def test_the_cheapest_tie_costs_less_by_more_than_the_tie_ratio():
+def test_the_cheapest_tie_gives_more_per_dollar_by_more_than_the_tie_ratio():
     """One card at ~23.8 (measured, $29,200) and 2 x another at ~23.7 (likely 20-28, $10,214):
-    tied, and 65% cheaper, so the answer names it; a tie that costs less by 1.25x or under, or
-    a cheaper option the estimates set apart, is not named."""
+    tied, and 2.85x the throughput per dollar, so the answer names it; a tie that gives at most
+    1.25x as much per dollar, or a cheaper option the estimates set apart, is not named."""
 
     def config(slug, count, value, low, high):
         c = candidate(slug, value, 100.0, 80.0)

@@ -134,7 +134,9 @@ def recommendation_rows(
         tie = tiers.cheaper_tie(priced[0], priced, lambda p: p.price)
         if tie is not None:
             named = affordable[priced.index(tie)]
-            rows[0].why += cheaper_tie_words(named, tie.price, priced[0].price, ask.phase)
+            rows[0].why += cheaper_tie_words(
+                named, affordable[0], tie.price, priced[0].price, ask.phase
+            )
     if rows:  # the fastest within the budget, shown or not (sort=tco, limit)
         top = max(o.throughput for o in affordable)
         return rows, faster_at_older_price(ask, data, limits, framework, top)

@@ -116,11 +116,19 @@ def _ranked_above_words(o: LlmOption, faster: LlmOption, reasons: tuple[str, ...
     return " and ".join(parts) or "comes first on the tie-break"
 
 
-def cheaper_tie_words(tie: LlmOption, paid: float, first_paid: float, phase: str) -> str:
-    """' As fast within the estimates: 2 x GPU (~X tokens/s) for $Y, Z% less.' for the first
-    row of an answer, naming the cheapest configuration tied with it (tiers.cheaper_tie)."""
+def cheaper_tie_words(
+    tie: LlmOption, first: LlmOption, paid: float, first_paid: float, phase: str
+) -> str:
+    """' As fast within the estimates: 2 x GPU (model split over them; 32 GB per GPU against
+    80), ~X tokens/s, for $Y, Z% less.' for the first row of an answer, naming the cheapest
+    configuration tied with it that gives more per dollar (tiers.cheaper_tie)."""
+    what = _what(tie, phase)
+    memory, theirs = tie.gpu.memory_gb, first.gpu.memory_gb
+    if memory != theirs:
+        held = f"{memory:g} GB per GPU against {theirs:g}"
+        what = f"{what[:-1]}; {held})" if what.endswith(")") else f"{what} ({held})"
     return (
-        f" As fast within the estimates: {_what(tie, phase)} (~{figure(tie.throughput)} {UNIT}) "
+        f" As fast within the estimates: {what}, ~{figure(tie.throughput)} {UNIT}, "
         f"for ${paid:,.0f}, {1 - paid / first_paid:.0%} less."
     )
 
