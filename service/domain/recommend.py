@@ -330,17 +330,27 @@ def why(
 
 
 def why_lead(
-    rank: int, budget: float, reasons: tuple[str, ...] = (), by_throughput: bool = True
+    rank: int,
+    budget: float,
+    reasons: tuple[str, ...] = (),
+    by_throughput: bool = True,
+    outranks: bool | None = None,
 ) -> str:
-    """The part of `why` that depends on the ask's rank and budget; `reasons` why a faster
-    configuration ranks below this one (ranked_above_because), where one does; `by_throughput`
-    False where the tie-break reordered the answer (a row's place is then not its speed's)."""
-    if rank == 1 and not reasons:
+    """The part of `why` that depends on the ask's rank and budget; `reasons` this one ranks
+    above every faster configuration below it (tiers.common_reasons of ranked_above_because),
+    where `outranks` one (default: where reasons are given); `by_throughput` False where the
+    tie-break reordered the answer (a row's place is then not its speed's)."""
+    outranks = bool(reasons) if outranks is None else outranks
+    if rank == 1 and not outranks:
         lead = "Most throughput"
+    elif rank == 1 and "fewer GPUs" in reasons:
+        lead = "Fewest GPUs among the fastest"
+    elif rank == 1 and "more memory per GPU" in reasons:
+        lead = "Most memory among the fastest"
     elif rank == 1:
-        lead = f"{'Fewest GPUs' if 'fewer GPUs' in reasons else 'Most memory'} among the fastest"
+        lead = "Tied with the fastest"
     else:
-        lead = f"#{rank}" if reasons or not by_throughput else f"#{rank} by throughput"
+        lead = f"#{rank}" if outranks or not by_throughput else f"#{rank} by throughput"
     return f"{lead} within ${budget:,.0f}: "
 
 

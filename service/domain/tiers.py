@@ -89,9 +89,25 @@ def faster_below(ordered: Sequence[T], index: int) -> T | None:
     """The fastest option after `ordered[index]` that is faster than it (a tie-break put it
     lower: their estimates are tied), or None. `ordered` is every option, not only those a limit
     shows, so a row names a faster one past the limit too."""
+    return max(faster_ones_below(ordered, index), key=lambda o: o.throughput, default=None)
+
+
+def faster_ones_below(ordered: Sequence[T], index: int) -> list[T]:
+    """Every option after `ordered[index]` that is faster than it."""
     mine = ordered[index].throughput
-    faster = [o for o in ordered[index + 1 :] if o.throughput > mine]
-    return max(faster, key=lambda o: o.throughput, default=None)
+    return [o for o in ordered[index + 1 :] if o.throughput > mine]
+
+
+def common_reasons(
+    reasons: Callable[[T, T], tuple[str, ...]], first: T, faster: Sequence[T]
+) -> tuple[str, ...]:
+    """The `reasons` `first` ranks above a faster option that hold against every one of
+    `faster`: what a first row may claim over all it outranks ("Fewest GPUs among the
+    fastest" had led an RX 7900 XTX above a faster single RTX 4080 Super, for its memory)."""
+    if not faster:
+        return ()
+    each = [set(reasons(first, f)) for f in faster]
+    return tuple(r for r in reasons(first, faster[0]) if all(r in e for e in each))
 
 
 def tiered(

@@ -5,7 +5,7 @@ answer with these rows, so a field means the same in every answer.
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
@@ -28,7 +28,7 @@ from service.domain.recommend import (
     within_budget,
 )
 from service.domain.tco import CostSettings, affordable_count, budget_extra_usd, per_watt
-from service.domain.tiers import cheaper_tie, faster_below
+from service.domain.tiers import cheaper_tie, common_reasons, faster_ones_below
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import (
     cost_key,
@@ -170,7 +170,14 @@ def recommendation_rows(
         by_speed = all(a.throughput >= b.throughput for a, b in pairwise(shown))
         items = [
             _recommendation(
-                c, rank, snapshot, budget, extra, costs, faster_below(ordered, rank - 1), by_speed
+                c,
+                rank,
+                snapshot,
+                budget,
+                extra,
+                costs,
+                faster_ones_below(ordered, rank - 1),
+                by_speed,
             )
             for rank, c in enumerate(shown, 1)
         ]
@@ -363,23 +370,26 @@ def _recommendation(
     budget: float,
     extra: ExtraFn,
     costs: CostSettings | None,
-    faster: Configuration | None = None,
+    below: Sequence[Configuration] = (),
     by_speed: bool = True,
 ) -> Recommendation:
     """One configuration's row, with its cost of ownership (given cost settings) in its
     fields and at the end of `why`. Only the rank and the start and end of `why` depend on the
-    ask (its budget; `faster`, a faster configuration ranked below this one, which `why` then
-    names; `by_speed`, whether the answer's rows are in throughput order): the rest of the row
-    is built once per snapshot, configuration and cost settings (answers to different budgets
-    show the same rows; building a row was a third of a computed answer) and copied."""
+    ask (its budget; `below`, the faster configurations ranked below this one, the fastest of
+    which `why` then names; `by_speed`, whether the answer's rows are in throughput order):
+    the rest of the row is built once per snapshot, configuration and cost settings (answers
+    to different budgets show the same rows; building a row was a third of a computed answer)
+    and copied."""
     key = ("recommendation", _config_key(config), costs)
     template = snapshot.kept(key, partial(_row_template, config, snapshot, extra, costs))
+    faster = max(below, key=lambda c: c.throughput, default=None)
     if faster is None:
         why = why_lead(rank, budget, by_throughput=by_speed) + template.why
     else:
         reasons = ranked_above_because(config, faster)
         above = ranked_above_words(config, faster, reasons, snapshot.workload.unit)
-        why = why_lead(rank, budget, reasons, by_speed) + template.why + above
+        common = common_reasons(ranked_above_because, config, below)
+        why = why_lead(rank, budget, common, by_speed, outranks=True) + template.why + above
     return template.model_copy(update={"rank": rank, "why": why})
 
 

@@ -490,9 +490,15 @@ def test_rows_kept_per_snapshot_still_answer_each_budget_and_cost_setting(client
             if "Ranked above" not in row["why"]:  # "by throughput" only where it is so
                 by = " by throughput" if in_order else ""
                 lead = "Most throughput" if rank == 1 else f"#{rank}{by}"
-            elif rank == 1:  # a tie broken for fewer GPUs or more memory per GPU
-                fewer = "needs fewer GPUs" in row["why"]
-                lead = f"{'Fewest GPUs' if fewer else 'Most memory'} among the fastest"
+            elif rank == 1:  # a tie broken: the lead claims only what holds against every
+                # faster row below it (shown ones here)
+                faster = [r for r in answer if r["throughput"] > row["throughput"]]
+                lead = row["why"].split(" within $")[0]
+                assert lead in LEADS, row["why"]
+                if lead.startswith("Fewest GPUs"):
+                    assert all(row["count"] < f["count"] for f in faster), row["why"]
+                if lead.startswith("Most memory"):
+                    assert all(row["memory_gb"] > f["memory_gb"] for f in faster), row["why"]
             else:
                 lead = f"#{rank}"
             if ask.get("sort") != "tco":
@@ -631,6 +637,9 @@ def test_no_relative_performance_where_the_reference_gpu_cannot_run_the_workload
     assert rows and all(r["relative_performance"] is None for r in rows)
     fits = client.get("/rankings", params={"workload": "resnet50-train"}).json()["items"]
     assert any(r["relative_performance"] is not None for r in fits)
+
+
+LEADS = ("Fewest GPUs among the fastest", "Most memory among the fastest", "Tied with the fastest")
 
 
 def _paid(row):

@@ -512,3 +512,26 @@ def test_the_cheapest_tie_gives_more_per_dollar_by_more_than_the_tie_ratio():
     assert tiers.cheaper_tie(h100, [h100, pair, slow], lambda c: paid[id(c)]) is pair
     paid[id(pair)] = 29200.0 / 1.25
     assert tiers.cheaper_tie(h100, [h100, pair, slow], lambda c: paid[id(c)]) is None
+
+
+def test_a_first_rows_lead_claims_only_what_holds_against_every_faster_one_below():
+    """An RX 7900 XTX 24 GB placed above 2 x Arc B580 12 GB and one RTX 4080 Super 16 GB, both
+    faster: fewer GPUs holds against the pair only, more memory against both, so the lead says
+    "Most memory" (it had said "Fewest GPUs among the fastest"); with nothing common, "Tied"."""
+
+    def config(slug, count, memory, value):
+        c = candidate(slug, value, 100.0, memory)
+        return Configuration(c, count, value, value / 2, value * 2, 1.0, "single", "estimated", 0)
+
+    xtx, pair, super_ = (
+        config("xtx", 1, 24.0, 70.0),
+        config("b580", 2, 12.0, 72.6),
+        config("4080s", 1, 16.0, 71.4),
+    )
+    common = tiers.common_reasons(ranked_above_because, xtx, [pair, super_])
+    assert common == ("more memory per GPU",)
+    assert why_lead(1, 1200.0, common, outranks=True).startswith("Most memory among the fastest")
+    roomy = config("roomy", 1, 32.0, 75.0)
+    assert tiers.common_reasons(ranked_above_because, xtx, [pair, roomy]) == ()
+    assert why_lead(1, 1200.0, (), outranks=True).startswith("Tied with the fastest within")
+    assert why_lead(1, 1200.0).startswith("Most throughput")

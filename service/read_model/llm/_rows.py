@@ -122,7 +122,7 @@ def recommendation_rows(
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
     rows = [  # the faster one a row ranks above may lie past the limit
         _recommendation(
-            o, ask, data, limits, rank, by_cost, tiers.faster_below(affordable, rank - 1)
+            o, ask, data, limits, rank, by_cost, tiers.faster_ones_below(affordable, rank - 1)
         )
         for rank, o in enumerate(chosen, 1)
     ]
@@ -170,7 +170,7 @@ def _recommendation(
     limits: Limits,
     rank: int,
     by_cost: bool,
-    faster_below: LlmOption | None = None,
+    below: Sequence[LlmOption] = (),
 ) -> Recommendation:
     price = _price_info(o.gpu, data)
     assert price is not None
@@ -186,8 +186,7 @@ def _recommendation(
         tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
         scaling_factor=o.speedup,
         scaling_basis=o.scaling_basis,
-        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, faster_below)} "
-        f"{cost.sentence()}".strip(),
+        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, below)} {cost.sentence()}".strip(),
         **_row_fields(o),
         **cost.fields(),
     )

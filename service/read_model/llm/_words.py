@@ -1,6 +1,8 @@
 """The account of one configuration (`why`)."""
 
-from service.domain import llm_fit, memory
+from collections.abc import Sequence
+
+from service.domain import llm_fit, memory, tiers
 from service.domain.estimate import counted, figure, precision_note, unmeasured_stack_note
 from service.domain.tco import no_box_phrase
 from service.read_model.llm._data import TRAIN_REFERENCE, UNIT, LlmOption
@@ -14,11 +16,13 @@ def why(
     budget: float | None,
     extra: float | None = 0.0,
     by_cost: bool = False,
-    faster_below: LlmOption | None = None,
+    below: Sequence[LlmOption] = (),
 ) -> str:
     """The account of one option; `rank` is its place by throughput, headroom first inside
-    tied estimates (said so when the answer is ordered by cost, `by_cost`; and, when a
-    faster option ranks below it, `faster_below`, why)."""
+    tied estimates (said so when the answer is ordered by cost, `by_cost`; and, when faster
+    options rank `below` it, why it ranks above the fastest, and its lead claims only what
+    holds against all of them)."""
+    faster_below = max(below, key=lambda f: f.throughput, default=None)
     what = _what(o, ask.phase)
     capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
     usable = ask.usable_gb(o.gpu.memory_gb)
@@ -80,8 +84,7 @@ def why(
     elif rank == 1 and faster_below is None:
         lead = "Most throughput"
     elif rank == 1:
-        fewer = "fewer GPUs" in reasons
-        lead = f"{'Fewest GPUs' if fewer else 'Most headroom'} among the fastest"
+        lead = _lead(tiers.common_reasons(_reasons, o, below))
     else:
         lead = f"#{rank}"
     above = (
@@ -102,6 +105,19 @@ def why(
         f"({ask.quant.name}, context {ask.context}, batch {ask.batch}); ~{figure(o.throughput)} "
         f"{UNIT}{total}{_speedup_words(o)} ({source}); {room}.{above}"
     )
+
+
+def _reasons(first: LlmOption, faster: LlmOption) -> tuple[str, ...]:
+    return llm_fit.ranked_above_because(first.as_option(), faster.as_option())
+
+
+def _lead(common: tuple[str, ...]) -> str:
+    """A first row's lead from the reasons it ranks above every faster option below it."""
+    if "fewer GPUs" in common:
+        return "Fewest GPUs among the fastest"
+    if "larger batch" in common or "longer context" in common:
+        return "Most headroom among the fastest"
+    return "Tied with the fastest"
 
 
 def _ranked_above_words(o: LlmOption, faster: LlmOption, reasons: tuple[str, ...]) -> str:
