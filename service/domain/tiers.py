@@ -13,12 +13,12 @@ Design decisions:
   band is its results' spread, to fall inside that spread: the measured 2 x RTX 3090 on
   Llama-3.1-70B Q4_K_M (15.4 tokens/s, band 15.0-15.9) could never tie with 3 x RTX 5080
   estimated at 16.8 (14.3-19.7), and ranked below it at half its cost.
-- The tie-break never puts an option above a faster one of its tier that costs less (what
+- The tie-break never puts an option above a faster one that costs less (what
   the budget pays: the cards and the box several need). Fewer GPUs and more memory are worth
   something only at a price: 3 x RTX 5080 ($4,778 with their box, ~230,028 tokens/s) had
   ranked above 4 x RTX 4080 Super ($4,607, ~266,694) for fewer GPUs, and 4 x RX 9070 above 4 x
   RTX 3080 Ti, 19% faster for $48 less, for more memory.
-- Only estimates within TIE_RATIO of the leader tie, however wide their bands: two spec-only
+- Only estimates within TIE_RATIO of each other tie, however wide their bands: two spec-only
   estimates each 2.7x either way had ranked one H100 PCIe (~366 sequences/s) above 4 x RTX 5090
   (~947) on BERT-large "for fewer GPUs". A band says how far an estimate may be off, not that
   two estimates 2.6x apart are alike. 1.25 is the error the estimator is held to at its 90th
@@ -36,7 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 
 class Banded(Protocol):
-    """What a tier reads of an option: its GPU count, value and band."""
+    """What the ranking reads of an option: its GPU count, value and band."""
 
     @property
     def count(self) -> int: ...
