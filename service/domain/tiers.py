@@ -54,7 +54,7 @@ class Banded(Protocol):
 T = TypeVar("T", bound=Banded)
 
 
-TIE_RATIO = 1.25  # the most a tier's leader may be faster than a member (module docstring)
+TIE_RATIO = 1.25  # the most one option may be faster than another it ties with (docstring)
 
 
 def tied(a: Banded, b: Banded) -> bool:
@@ -106,8 +106,9 @@ def common_reasons(
     fastest" had led an RX 7900 XTX above a faster single RTX 4080 Super, for its memory)."""
     if not faster:
         return ()
-    each = [set(reasons(first, f)) for f in faster]
-    return tuple(r for r in reasons(first, faster[0]) if all(r in e for e in each))
+    own = reasons(first, faster[0])
+    each = [set(reasons(first, f)) for f in faster[1:]]
+    return tuple(r for r in own if all(r in e for e in each))
 
 
 def tiered(
