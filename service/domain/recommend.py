@@ -181,6 +181,16 @@ def no_extra(_config: Configuration) -> float | None:
     return 0.0
 
 
+def paid_usd(config: Configuration, extra: ExtraFn) -> float:
+    """What a budget pays for a configuration: its cards plus the box several of them need
+    (`extra`; a count no sourced box holds counts none here: within_budget leaves it out)."""
+    return _paid(config, extra(config))
+
+
+def _paid(config: Configuration, box: float | None) -> float:
+    return config.total_price + (box or 0.0)
+
+
 def within_budget(
     configs: Sequence[Configuration],
     budget: float,
@@ -202,7 +212,7 @@ def within_budget(
     the tier of one taken (tiers.TIE_RATIO slower than every one taken); those after the
     `limit`th say which faster configuration a row ranks above (faster_below)."""
     chosen: list[Configuration] = []
-    paid: dict[int, float] = {}  # id(config) -> what the budget pays for it
+    paid: dict[int, float] = {}  # id(config) -> paid_usd, priced once per configuration
     floor = 0.0  # below this no later configuration can tie with one chosen
     for config in configs:
         if len(chosen) >= limit and (not tiers or config.throughput < floor):
@@ -222,9 +232,10 @@ def within_budget(
         box = extra(config)
         if box is None and config.count > 1:
             continue
-        if config.total_price + (box or 0.0) <= budget:
+        cost = _paid(config, box)
+        if cost <= budget:
             chosen.append(config)
-            paid[id(config)] = config.total_price + (box or 0.0)
+            paid[id(config)] = cost
             floor = config.throughput / TIE_RATIO  # configs come fastest first
     return fewest_gpus_first(chosen, lambda c: paid[id(c)]) if tiers else chosen
 

@@ -20,6 +20,7 @@ from service.domain.recommend import (
     cheaper_tie_words,
     cheapest_fitting,
     configuration_model,
+    paid_usd,
     per_dollar_spent,
     ranked_above_because,
     ranked_above_words,
@@ -182,10 +183,7 @@ def recommendation_rows(
             for rank, c in enumerate(shown, 1)
         ]
         if items:
-
-            def paid(c: Configuration) -> float:
-                return c.total_price + (extra(c) or 0.0)
-
+            paid = partial(paid_usd, extra=extra)
             tie = cheaper_tie(ordered[0], ordered, paid)
             if tie is not None:
                 first, unit = ordered[0], snapshot.workload.unit
@@ -219,10 +217,7 @@ def _split_hint(
     if not holding:
         more = "; raise max_gpus" if ask.max_gpus < MAX_GPUS else ""
         return f"{words} (a llama.cpp layer split) is priced{more}"
-
-    def paid(c: Configuration) -> float:
-        return c.total_price + (extra(c) or 0.0)
-
+    paid = partial(paid_usd, extra=extra)
     cheapest = min(holding, key=lambda c: (paid(c), c.candidate.slug))
     p = cheapest.candidate.price
     assert p is not None  # ranked configurations are priced
