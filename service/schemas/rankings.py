@@ -106,10 +106,27 @@ def _perf_per_watt() -> float | None:
     )
 
 
+def _prompt_s() -> float | None:
+    return Field(
+        None,
+        description="Inference asks of a model: seconds the configuration takes to read a prompt "
+        "of `context` tokens before its first token (estimated from a measured prompt "
+        "workload, as `why` says); None for other asks or where no prompt workload of the "
+        "format's kind is measured. After perf_per_watt, before `frameworks`.",
+    )
+
+
+def _prompt_bound(which: str) -> float | None:
+    return Field(None, description=f"The {which} end of prompt_s's band (nominal coverage `band`).")
+
+
 class RankingItem(AnswerRow):
     mad: float | None
     price: PriceInfo | None
     perf_per_watt: float | None = _perf_per_watt()
+    prompt_s: float | None = _prompt_s()
+    prompt_s_low: float | None = _prompt_bound("fast")
+    prompt_s_high: float | None = _prompt_bound("slow")
     frameworks: list[str] = _frameworks()
 
 
@@ -156,6 +173,9 @@ class Recommendation(AnswerRow):
     )
     why: str
     perf_per_watt: float | None = _perf_per_watt()
+    prompt_s: float | None = _prompt_s()
+    prompt_s_low: float | None = _prompt_bound("fast")
+    prompt_s_high: float | None = _prompt_bound("slow")
     frameworks: list[str] = _frameworks()
 
 

@@ -242,7 +242,9 @@ def test_csv_and_json_agree(client):
         assert int(c["count"]) == j["count"] and c["why"] == j["why"]
     ranked = client.get("/rankings", headers={"Accept": "text/csv"})
     assert ranked.text.splitlines()[0].startswith("rank,gpu,name,memory_gb,throughput")
-    assert ranked.text.splitlines()[0].endswith(",price_stale,perf_per_watt,frameworks,workload")
+    assert ranked.text.splitlines()[0].endswith(
+        ",price_stale,perf_per_watt,prompt_s,prompt_s_low,prompt_s_high,frameworks,workload"
+    )
     assert len(ranked.text.splitlines()) - 1 == len(client.get("/rankings").json()["items"])
     gpus_csv = client.get("/gpus", params={"format": "csv", "limit": 500}).text
     gpus_json = client.get("/gpus", params={"limit": 500}).json()["items"]

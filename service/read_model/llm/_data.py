@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from service.domain import llm_fit, memory
 from service.domain.estimate import Estimate
@@ -157,6 +157,33 @@ class DecodeReference:
 
 
 @dataclass(frozen=True)
+class PrefillWorkload:
+    """A prompt-processing workload measured on one GPU (llama-bench ppN): what a prompt's
+    reading time moves from (_prompt.py). The throughput model's single-GPU estimate for every
+    GPU is read only for an ask's reference (_load.read)."""
+
+    workload: str
+    model: str  # catalog model slug
+    quant: str  # the format's name (q4_k_m, f16)
+    tokens: int
+    precision: str  # the aggregate's (the throughput model's workload is slug@precision)
+    frameworks: tuple[str, ...] = ()
+    estimates: dict[str, Estimate] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PrefillData:
+    """The prompt workloads, the attention weight fitted to their results and the log
+    half-width of a move between two of them on one GPU (service/domain/prefill.py), and the
+    learned N-GPU / 1-GPU ratios of llama.cpp's layer split on prompts."""
+
+    workloads: tuple[PrefillWorkload, ...] = ()
+    attention_weight: float = 1.0
+    move_half_width: float = 0.0
+    split_ratios: dict[int, list[float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class LlmDataKey:
     """What an ask's LlmData depends on besides the database: not a tuple, so that it never
     equals a fixed workload's SnapshotKey in the shared SnapshotCache."""
@@ -218,6 +245,14 @@ class LlmData:
     decode_format_half_width: float = 0.0
     # seconds per layer per token a decode value moved along the roofline keeps (FixedCosts)
     decode_fixed: llm_fit.FixedCosts = llm_fit.NO_FIXED_COSTS
+    # inference data only: what a prompt's reading time is moved from (_prompt.py)
+    prefill: PrefillData = field(default_factory=PrefillData)
+    # an inference ask's prompt reference with every GPU's estimate (_load.read)
+    prefill_reference: PrefillWorkload | None = None
+    # shared LlmData only: (workload, precision) -> estimates read for a prompt reference
+    prefill_estimates: dict[Hashable, dict[str, Estimate]] = field(default_factory=dict)
+    # (model, format, length) -> _prompt.PromptMove or None, kept like kept_options
+    prompt_moves: dict[Hashable, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

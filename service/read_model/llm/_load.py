@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 from service.catalog import llm
 from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
-from service.domain import llm_fit, memory
+from service.domain import llm_fit, memory, prefill
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.throughput_model import (
     DEFAULT_RELATIVE_NOISE,
@@ -39,14 +39,18 @@ from service.read_model.llm._data import (
     LlmDataKey,
     LlmRead,
     Measured,
+    PrefillData,
+    PrefillWorkload,
     ReferenceKey,
     TrainReference,
     _Unread,
 )
+from service.read_model.llm._prompt import reference_for
 from service.read_model.llm._throughput import (
     _covering,
     _mean_context,
     _one_gpu_rooflines,
+    learn,
 )
 from service.read_model.ownership import load_ownership
 from service.read_model.price_rows import observation as price_observation
@@ -306,7 +310,7 @@ def load(
     points = _decode_points(measured, rows)  # once for the fixed costs and the half-widths
     fixed = llm_fit.fixed_costs(points)
     held_out = llm_fit.held_out_fixed_costs(points)  # the half-widths score moves as made cold
-    return LlmData(
+    data = LlmData(
         rows,
         measured,
         scaling_data(session).profiles,
@@ -319,6 +323,66 @@ def load(
         decode_format_half_width=llm_fit.format_move_half_width(points, NOMINAL_COVERAGE, held_out),
         decode_fixed=fixed,
     )
+    if train_precision is not None:  # a training ask reads no prompt
+        return data
+    return replace(data, prefill=_prefill_data(session, data))
+
+
+def _prefill_data(session: Session, data: LlmData) -> PrefillData:
+    """The one-GPU prompt workloads of catalog models (their estimates are read per ask's
+    reference: prefill_reference), the attention weight and move band fitted to their results
+    (service/domain/prefill.py), and the layer split's learned ratios on prompts."""
+    models = llm.models()
+    one_gpu = [
+        m for m in data.measured if m.phase == "prefill" and m.count == 1 and m.model in models
+    ]
+    points = [
+        prefill.PrefillPoint(m.gpu, models[m.model], m.quant, m.tokens, m.value.median)
+        for m in one_gpu
+    ]
+    kinds = {(m.workload, m.precision): m for m in one_gpu}
+    frameworks: dict[str, set[str]] = defaultdict(set)
+    for slug, framework in session.exec(
+        select(Workload.slug, Result.framework)
+        .join(Result, col(Result.workload_id) == Workload.id)
+        .where(col(Workload.slug).in_({w for w, _ in kinds}), Result.status == "accepted")
+        .distinct()
+    ).all():
+        frameworks[slug].add(framework)
+    workloads = tuple(
+        PrefillWorkload(
+            slug, m.model, m.quant, m.tokens, precision, tuple(sorted(frameworks[slug]))
+        )
+        for (slug, precision), m in sorted(kinds.items())
+    )
+    return PrefillData(
+        workloads,
+        prefill.fit_attention_weight(points),
+        prefill.move_half_width(points, NOMINAL_COVERAGE),
+        learn(data, "prefill").split_ratios,
+    )
+
+
+def prefill_reference(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> PrefillWorkload | None:
+    """`ask`'s prompt reference (_prompt.reference_for) with every GPU's estimate, read (with a
+    session of its own) the first time its workload is a reference for the data of `shared`."""
+    chosen = reference_for(ask, shared)
+    if chosen is None:
+        return None
+    key = (chosen.workload, chosen.precision)
+    found = shared.prefill_estimates.get(key)
+    if found is None:
+        with Session(engine) as session:
+            workload = session.exec(
+                select(Workload).where(Workload.slug == chosen.workload)
+            ).first()
+            if workload is None:
+                return None
+            found = estimate_model(session).estimates(workload, chosen.precision)
+        if len(shared.prefill_estimates) >= MAX_REFERENCES:
+            shared.prefill_estimates.clear()
+        shared.prefill_estimates[key] = found
+    return replace(chosen, estimates=found)
 
 
 def _decode_points(measured: list[Measured], gpus: list[GpuRow]) -> list[llm_fit.DecodePoint]:
@@ -406,7 +470,11 @@ async def read(
         reference = await run_in_threadpool(reference_memo, engine, shared, ask)
     else:
         reference = known
+    prompt = await run_in_threadpool(prefill_reference, engine, shared, ask)
     per_ask = replace(
-        shared, decode_reference=reference, reference_for=partial(reference_memo, engine, shared)
+        shared,
+        decode_reference=reference,
+        reference_for=partial(reference_memo, engine, shared),
+        prefill_reference=prompt,
     )
     return LlmRead(key, shared, per_ask)

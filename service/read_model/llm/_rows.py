@@ -34,6 +34,7 @@ from service.read_model.llm._hints import (
     other_asks,
     smaller_quant,
 )
+from service.read_model.llm._prompt import PromptTime, prompt_move, prompt_time
 from service.read_model.llm._words import cheaper_tie_words, why
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
@@ -89,6 +90,12 @@ def _row_fields(o: LlmOption) -> dict[str, Any]:
     }
 
 
+def _prompt_fields(prompt: PromptTime | None) -> dict[str, Any]:
+    if prompt is None:
+        return {}
+    return {"prompt_s": prompt.seconds, "prompt_s_low": prompt.low, "prompt_s_high": prompt.high}
+
+
 def relative_to(
     rows: Sequence[RankingItem | Recommendation],
     ask: llm_fit.Ask,
@@ -120,9 +127,17 @@ def recommendation_rows(
         affordable = _undominated(affordable, data, limits.costs)
     affordable = ranked(affordable, partial(platform_extra, data=data, costs=limits.costs))
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
+    move = prompt_move(ask, data)
     rows = [  # the faster one a row ranks above may lie past the limit
         _recommendation(
-            o, ask, data, limits, rank, by_cost, tiers.faster_ones_below(affordable, rank - 1)
+            o,
+            ask,
+            data,
+            limits,
+            rank,
+            by_cost,
+            tiers.faster_ones_below(affordable, rank - 1),
+            prompt_time(ask, o, data, move, framework),
         )
         for rank, o in enumerate(chosen, 1)
     ]
@@ -171,6 +186,7 @@ def _recommendation(
     rank: int,
     by_cost: bool,
     below: Sequence[LlmOption] = (),
+    prompt: PromptTime | None = None,
 ) -> Recommendation:
     price = _price_info(o.gpu, data)
     assert price is not None
@@ -186,9 +202,18 @@ def _recommendation(
         tdp_w=o.gpu.tdp_w * o.count if o.gpu.tdp_w is not None else None,
         scaling_factor=o.speedup,
         scaling_basis=o.scaling_basis,
-        why=f"{why(o, ask, rank, limits.budget, extra, by_cost, below)} {cost.sentence()}".strip(),
+        why=" ".join(
+            part
+            for part in (
+                why(o, ask, rank, limits.budget, extra, by_cost, below),
+                prompt.words(ask.context) if prompt is not None else "",
+                cost.sentence(),
+            )
+            if part
+        ),
         **_row_fields(o),
         **cost.fields(),
+        **_prompt_fields(prompt),
     )
 
 
@@ -209,6 +234,7 @@ def ranking_rows(
     and procurement tooling reads a list sorted by performance as sorted by it. Equal values
     keep that order."""
     rows = []
+    move = prompt_move(ask, data)
     for o in ranked_options(ask, data, max_gpus, framework, pool):
         total = o.gpu.price.usd * o.count if o.gpu.price else None
         cost = None
@@ -227,6 +253,7 @@ def ranking_rows(
                 ),
                 **_row_fields(o),
                 **(cost.fields() if cost is not None else {}),
+                **_prompt_fields(prompt_time(ask, o, data, move, framework)),
             )
         )
     if sort == "performance":
