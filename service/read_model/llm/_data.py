@@ -169,18 +169,22 @@ class PrefillWorkload:
     precision: str  # the aggregate's (the throughput model's workload is slug@precision)
     frameworks: tuple[str, ...] = ()
     estimates: dict[str, Estimate] = field(default_factory=dict)
+    # log half-width of a result of it measured once (its pooled run-to-run noise): the band
+    # of a configuration measured once on it, never zero-width
+    single_result_half_width: float = 0.0
 
 
 @dataclass(frozen=True)
 class PrefillData:
     """The prompt workloads, the attention weight fitted to their results and the log
     half-width of a move between two of them on one GPU (service/domain/prefill.py), and the
-    learned N-GPU / 1-GPU ratios of llama.cpp's layer split on prompts."""
+    learned N-GPU / 1-GPU ratios of llama.cpp's layer split on prompts, per prompt length."""
 
     workloads: tuple[PrefillWorkload, ...] = ()
     attention_weight: float = 1.0
     move_half_width: float = 0.0
-    split_ratios: dict[int, list[float]] = field(default_factory=dict)
+    # prompt tokens -> GPU count -> N-GPU / 1-GPU ratios (llm_fit.split_ratios)
+    split_ratios: dict[int, dict[int, list[float]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -249,8 +253,11 @@ class LlmData:
     prefill: PrefillData = field(default_factory=PrefillData)
     # an inference ask's prompt reference with every GPU's estimate (_load.read)
     prefill_reference: PrefillWorkload | None = None
-    # shared LlmData only: (workload, precision) -> estimates read for a prompt reference
-    prefill_estimates: dict[Hashable, dict[str, Estimate]] = field(default_factory=dict)
+    # shared LlmData only: (workload, precision) -> (estimates, single-result half-width) read
+    # for a prompt reference
+    prefill_estimates: dict[Hashable, tuple[dict[str, Estimate], float]] = field(
+        default_factory=dict
+    )
     # (model, format, length) -> _prompt.PromptMove or None, kept like kept_options
     prompt_moves: dict[Hashable, Any] = field(default_factory=dict)
 

@@ -50,7 +50,6 @@ from service.read_model.llm._throughput import (
     _covering,
     _mean_context,
     _one_gpu_rooflines,
-    learn,
 )
 from service.read_model.ownership import load_ownership
 from service.read_model.price_rows import observation as price_observation
@@ -359,8 +358,24 @@ def _prefill_data(session: Session, data: LlmData) -> PrefillData:
         workloads,
         prefill.fit_attention_weight(points),
         prefill.move_half_width(points, NOMINAL_COVERAGE),
-        learn(data, "prefill").split_ratios,
+        _split_ratios_by_length(data.measured),
     )
+
+
+def _split_ratios_by_length(measured: list[Measured]) -> dict[int, dict[int, list[float]]]:
+    """Prompt tokens -> N -> N-GPU / 1-GPU ratios of llama.cpp's prompt results (the pipeline
+    over a layer split gains with the prompt's length)."""
+    prompts = [m for m in measured if m.phase == "prefill"]
+    single = {(m.workload, m.gpu): m.value.median for m in prompts if m.count == 1}
+    out = {}
+    for tokens in sorted({m.tokens for m in prompts}):
+        multi = (
+            ((m.workload, m.gpu), m.count, m.value.median)
+            for m in prompts
+            if m.tokens == tokens and m.count > 1
+        )
+        out[tokens] = llm_fit.split_ratios(single, multi)
+    return out
 
 
 def prefill_reference(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> PrefillWorkload | None:
@@ -378,11 +393,16 @@ def prefill_reference(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> Pref
             ).first()
             if workload is None:
                 return None
-            found = estimate_model(session).estimates(workload, chosen.precision)
+            model = estimate_model(session)
+            found = (
+                model.estimates(workload, chosen.precision),
+                model.single_result_half_width(workload, chosen.precision),
+            )
         if len(shared.prefill_estimates) >= MAX_REFERENCES:
             shared.prefill_estimates.clear()
         shared.prefill_estimates[key] = found
-    return replace(chosen, estimates=found)
+    estimates, half_width = found
+    return replace(chosen, estimates=estimates, single_result_half_width=half_width)
 
 
 def _decode_points(measured: list[Measured], gpus: list[GpuRow]) -> list[llm_fit.DecodePoint]:

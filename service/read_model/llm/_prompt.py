@@ -1,30 +1,36 @@
-"""How long a configuration of an inference ask takes to read the asked prompt before its first
-token: the throughput model's estimate (or the measured value) for one GPU on a measured
-prompt workload, moved to the asked model and length (service/domain/prefill.py), over the
-configuration's GPUs.
+"""How long a configuration of an inference ask in a GGUF file takes to read the asked prompt
+before its first token: a llama-bench prompt workload (ppN) as measured on the configuration,
+else the throughput model's estimate for one of its GPUs there, moved to the asked model,
+format and length (service/domain/prefill.py), over the configuration's GPUs.
 
 Design decisions:
 
-- The reference (`reference_for`): of the one-GPU prompt workloads (llama-bench ppN), one in a
-  format of the ask's kind, GGUF for a GGUF file (llama.cpp's integer kernels) and F16 for any
-  other format; of those the asked model's own shape first, then the asked format, then the
-  nearest in dense FLOPs per token, then the nearest length. Llama 3.1 70B in Q4_K_M at 32,768
-  tokens rests on Llama 3 70B Q4_K_M pp8192; Qwen3 32B in Q4_K_M on the same 70B workload
-  (nearer in FLOPs than 8B); Qwen3 30B-A3B (3.3B active) in Q4_K_M on Llama 3 8B Q4_K_M,
-  measured on 19 GPUs, rather than Llama 2 7B Q4_0 pp512, nearer in FLOPs but measured on 4.
-- A move to another model, length or format multiplies by the ratio of the two token costs at
-  the fitted attention weight, and by the ratio of the GPU's matrix rates for the two formats
-  (an F16 file's prompt runs at the FP16-accumulate rate in llama.cpp, twice a GeForce card's
-  FP32-accumulate rate; a bf16 ask for a serving engine at its bf16 rate). Its band widens in
-  quadrature by the move's conformal half-width (prefill.move_half_width); a value moved from
-  llama.cpp's F16 prompt to another engine's format says so, and its band does not cover the
-  engines' difference (no result in the corpus measures it).
-- Several GPUs: a GGUF file split by layers reads at the learned N-GPU / 1-GPU ratio of
-  llama.cpp's prompt results (split_speedup; 1.0 where none is measured); a tensor-parallel
-  split at the framework's data-parallel profile (the prompt's matrix products are compute
-  bound and split over the GPUs); independent copies each read their own prompt, on count /
-  copies GPUs.
-- Only the prompt: generation after it is the row's tokens/s.
+- llama.cpp only. Every prompt result in the corpus is a llama-bench run (May 2024 builds,
+  flash attention off, and a few later ROCm and SYCL ones), so an ask in a GGUF file gets a
+  time and any other format none: moved to a serving engine's bf16 or fp8 prompt it had put
+  one MI300X at 99 tokens/s on Llama 3.1 70B in bf16 (llama.cpp's 2024 ROCm prompt, 1,334
+  tokens/s on a 7B model), and 2 x H100 at 29 s for a 32,768-token prompt that vLLM's
+  flash-attention kernels read in about a third of that (an expert review, 2026-12-08). A
+  mixture of experts gets none either: moved by its active parameters' FLOPs, Qwen3 30B-A3B
+  read 2.2 times faster than a dense 8B, where llama.cpp's expert routing reads it slower, and
+  no MoE prompt is measured to learn that from.
+- The reference (`reference_for`): of the one-GPU GGUF prompt workloads, the asked model's own
+  shape first, then the asked format, then the nearest in dense FLOPs per token, then the
+  nearest length. Llama 3.1 70B in Q4_K_M at 32,768 tokens rests on Llama 3 70B Q4_K_M pp8192;
+  Qwen3 32B in Q4_K_M on the same 70B workload (nearer in FLOPs than 8B).
+- A move to another model, format or length multiplies by the ratio of the two token costs at
+  the fitted attention weight (the GGUF formats all run llama.cpp's int8 kernels); its band
+  widens in quadrature by the move's conformal half-width (prefill.move_half_width, measured
+  over moves of model and length within one format: a move between formats, Q4_K_M to Q8_0,
+  says so and is not scored).
+- Several GPUs split the file by layers, and llama.cpp pipelines a prompt's batches over them:
+  a configuration measured on the reference workload (2 x RTX 3090 on Llama 3 70B Q4_K_M
+  pp8192, 338.8 tokens/s) answers as measured, moved like a one-GPU value; else the one-GPU
+  value x the learned N-GPU / 1-GPU ratio of the prompt results at the reference's length (the
+  pipeline gains with length: 2 x RTX 3090 read Llama 3 8B at 0.83 x one at 512 tokens and
+  1.36 x at 8,192), the nearest measured count and length where that one is not measured.
+  Independent copies each read their own prompt, on count / copies GPUs.
+- One prompt: a batch of b prompts reads b of them; generation after it is the row's tokens/s.
 """
 
 import math
@@ -33,11 +39,22 @@ from typing import cast
 
 from service.catalog import llm
 from service.domain import llm_fit, memory, prefill
-from service.domain.estimate import Estimate, counted
-from service.domain.plausibility import fp16_accumulate_tflops, peak_tflops
+from service.domain.estimate import counted
+from service.domain.vocabulary import Measurement
 from service.read_model.llm._data import MAX_KEPT_OPTIONS, LlmData, LlmOption, PrefillWorkload
-from service.read_model.llm._throughput import _parallel_scaling
 from service.read_model.memo import bounded
+
+
+@dataclass(frozen=True)
+class OneRate:
+    """A prompt rate for the ask (tokens/s) on one GPU or a measured configuration, with its
+    band's log widths and what it rests on."""
+
+    rate: float
+    faster: float  # log width towards a higher rate
+    slower: float
+    basis: str  # measured | estimated
+    n: int  # results behind a measured value
 
 
 @dataclass(frozen=True)
@@ -46,139 +63,64 @@ class PromptTime:
     low: float  # seconds at the fast end of the band
     high: float
     reference: PrefillWorkload
-    estimate: Estimate  # the GPU's on the reference
-    moved: bool  # to another model, length or format
-    other_engine: bool  # from llama.cpp's F16 to another engine's format
-    speedup: float
-    scaling_basis: str
+    rests_on: OneRate
+    moved: tuple[str, ...]  # what moved: model, format, length
+    count: int  # GPUs that read the prompt together
+    speedup: float  # over one GPU (1.0 where measured on them)
+    scaling_basis: str  # single | measured | split:learned@<n> at <tokens> | split:assumed
 
     def words(self, context: int) -> str:
         """What `why` says: the time, its band and what it rests on."""
         workload = self.reference.workload
-        basis = (
-            f"{workload} as measured on this GPU (median of {counted(self.estimate.n, 'result')})"
-            if self.estimate.basis == "measured"
-            else f"the throughput model's estimate for this GPU on {workload}"
+        results = f"median of {counted(self.rests_on.n, 'result')}"
+        if self.scaling_basis == "measured":
+            basis = f"{workload} as measured on {self.count} of this GPU ({results})"
+        elif self.rests_on.basis == "measured":
+            basis = f"{workload} as measured on one of this GPU ({results})"
+        else:
+            basis = f"the throughput model's estimate of one such GPU on {workload}"
+        what = " and ".join(
+            [", ".join(self.moved[:-1]), self.moved[-1]] if self.moved[1:] else self.moved
         )
-        moved = ", moved to this model and length by token cost" if self.moved else ""
-        engine = (
-            ", measured with llama.cpp, whose kernels another engine's may not match"
-            if self.other_engine
-            else ""
-        )
+        moved = f", moved to this {what} by token cost" if self.moved else ""
         gpus = (
-            f", x{self.speedup:.2f} over its GPUs ({self.scaling_basis})"
-            if self.speedup != 1
+            f", x{self.speedup:.2f} over its {self.count} GPUs ({self.scaling_basis})"
+            if self.scaling_basis.startswith("split")
             else ""
         )
         value, low, high = _durations(self.seconds, self.low, self.high)
         return (
-            f"Reading a {context:,}-token prompt takes ~{value} (likely {low}-{high}) before "
-            f"the first token: {basis}{moved}{engine}{gpus}."
+            f"Reading one {context:,}-token prompt takes ~{value} (likely {low}-{high}) before "
+            f"the first token: {basis}{moved}{gpus}; llama.cpp results, whose build and "
+            "flash-attention setting decide a long prompt's speed."
         )
 
 
 def _durations(*seconds: float) -> list[str]:
-    """Seconds in the unit the first of them reads best in (s or min), with it after each."""
+    """Seconds in the unit the first of them reads best in (min from 2 minutes, else s with
+    two significant digits), with it after each."""
     first = seconds[0]
     if first >= 120:
         return [f"{s / 60:.1f} min" for s in seconds]
-    digits = 1 if first < 10 else 0
+    digits = max(0, 1 - math.floor(math.log10(first))) if first > 0 else 0
     return [f"{s:.{digits}f} s" for s in seconds]
 
 
-def _kind(quant_name: str) -> str | None:
+def _gguf(quant_name: str) -> bool:
     found = memory.find_quantization(quant_name, list(llm.quantizations()))
-    if found is None:
-        return None
-    return "gguf" if found.kind == "gguf" else "float"
-
-
-@dataclass(frozen=True)
-class OneGpu:
-    """One GPU's prompt rate for the ask (tokens/s) and its band's log widths."""
-
-    rate: float
-    faster: float  # log width towards a higher rate
-    slower: float
-    estimate: Estimate  # the GPU's on the reference
-    moved: bool  # to another model, length or format
-
-
-@dataclass(frozen=True)
-class PromptMove:
-    """What every configuration of one ask shares: the reference, and each GPU's rate moved to
-    the ask (computed once per ask shape and data, kept with its options)."""
-
-    reference: PrefillWorkload
-    one_gpu: dict[str, OneGpu]
-    other_engine: bool
-    # count -> llama.cpp's learned layer-split (speedup, basis), filled as asked
-    layer_splits: dict[int, tuple[float, str]]
-
-
-def prompt_move(ask: llm_fit.Ask, data: LlmData) -> PromptMove | None:
-    """The ask's move from its reference (reference_for), kept in `data.prompt_moves` per
-    (model, format, length); None for a training ask or where no prompt workload of the ask's
-    kind of format is measured."""
-    if ask.task != "inference":
-        return None
-    key = ("prompt", ask.model.slug, ask.quant.name, ask.context)
-    found = bounded(data.prompt_moves, MAX_KEPT_OPTIONS, key, lambda: _prompt_move(ask, data))
-    return cast(PromptMove | None, found)
-
-
-def _prompt_move(ask: llm_fit.Ask, data: LlmData) -> PromptMove | None:
-    reference = data.prefill_reference  # the ask's, with its estimates (_load.read)
-    if reference is None or not reference.estimates:
-        return None
-    spec = llm.models()[reference.model]
-    quant = memory.find_quantization(reference.quant, list(llm.quantizations()))
-    weight = data.prefill.attention_weight
-    at_ask = prefill.token_cost(ask.model, ask.context, weight)
-    if quant is None or not at_ask > 0:
-        return None
-    cost_ratio = prefill.token_cost(spec, reference.tokens, weight) / at_ask
-    same_model = reference.model == ask.model.slug or llm.same_shape(spec, ask.model)
-    same_point = same_model and reference.tokens == ask.context
-    from_llama_cpp_f16 = quant.kind == "float" and "llama.cpp" in reference.frameworks
-    one_gpu = {}
-    for gpu in data.gpus:
-        e = reference.estimates.get(gpu.slug)
-        if e is None or not (e.value > 0 and e.low > 0 and e.high >= e.value):
-            continue
-        # llama.cpp's F16 prompt runs at the FP16-accumulate rate (read_model/estimates.py)
-        from_rate = (
-            fp16_accumulate_tflops(gpu.rates)
-            if from_llama_cpp_f16
-            else peak_tflops(gpu.rates, quant.compute_precision)
-        )
-        to_rate = peak_tflops(gpu.rates, ask.quant.compute_precision)
-        if not (from_rate > 0 and to_rate > 0):
-            continue
-        moved = not (same_point and to_rate == from_rate)
-        width = data.prefill.move_half_width if moved else 0.0
-        one_gpu[gpu.slug] = OneGpu(
-            e.value * cost_ratio * to_rate / from_rate,
-            math.hypot(math.log(e.high / e.value), width),
-            math.hypot(math.log(e.value / e.low), width),
-            e,
-            moved,
-        )
-    other_engine = ask.quant.kind != "gguf" and "llama.cpp" in reference.frameworks
-    return PromptMove(reference, one_gpu, other_engine, {})
+    return found is not None and found.kind == "gguf"
 
 
 def reference_for(ask: llm_fit.Ask, data: LlmData) -> PrefillWorkload | None:
-    """The prompt workload the ask's reading time moves from (module docstring); None where
-    none of the ask's kind of format is measured."""
+    """The prompt workload the ask's reading time moves from (module docstring); None for a
+    training ask, another format than a GGUF file, a mixture of experts, or where no GGUF
+    prompt workload is measured."""
+    if ask.task != "inference" or ask.quant.kind != "gguf" or ask.model.is_moe:
+        return None
     models = llm.models()
     formats = list(llm.quantizations())
-    wanted = "gguf" if ask.quant.kind == "gguf" else "float"
     asked = prefill.token_cost(ask.model, 0, 0.0)
-    candidates = [
-        w for w in data.prefill.workloads if w.model in models and _kind(w.quant) == wanted
-    ]
+    candidates = [w for w in data.prefill.workloads if w.model in models and _gguf(w.quant)]
     if not candidates:
         return None
 
@@ -193,41 +135,126 @@ def reference_for(ask: llm_fit.Ask, data: LlmData) -> PrefillWorkload | None:
     return min(candidates, key=key)
 
 
-def prompt_time(
-    ask: llm_fit.Ask,
-    option: LlmOption,
-    data: LlmData,
-    move: PromptMove | None,
-    framework: str,
-) -> PromptTime | None:
-    """The option's time to read the asked prompt (`move`: prompt_move's for the ask); None
-    without a move or without a reference estimate for its GPU."""
-    one = move.one_gpu.get(option.gpu.slug) if move is not None else None
-    if move is None or one is None:
+@dataclass(frozen=True)
+class PromptMove:
+    """What every configuration of one ask shares: the reference, the move to the ask, and the
+    rates moved to it (computed once per ask shape and data, kept in data.prompt_moves)."""
+
+    reference: PrefillWorkload
+    moved: tuple[str, ...]
+    one_gpu: dict[str, OneRate]  # slug -> one GPU's rate, measured or estimated
+    measured: dict[tuple[str, int], OneRate]  # (slug, count) -> a measured configuration's
+    # count -> the learned layer-split (speedup, basis) at the reference's length, as asked
+    layer_splits: dict[int, tuple[float, str]]
+
+
+def prompt_move(ask: llm_fit.Ask, data: LlmData) -> PromptMove | None:
+    """The ask's move from its reference (data.prefill_reference, read for this ask), kept
+    per (model, format, length); None where the ask has no reference (reference_for)."""
+    if reference_for(ask, data) is None:
+        return None
+    key = ("prompt", ask.model.slug, ask.quant.name, ask.context)
+    found = bounded(data.prompt_moves, MAX_KEPT_OPTIONS, key, lambda: _prompt_move(ask, data))
+    return cast(PromptMove | None, found)
+
+
+def _prompt_move(ask: llm_fit.Ask, data: LlmData) -> PromptMove | None:
+    reference = data.prefill_reference  # the ask's, with its estimates (_load.read)
+    spec = llm.models().get(reference.model) if reference is not None else None
+    if reference is None or spec is None or not reference.estimates:
+        return None
+    weight = data.prefill.attention_weight
+    at_ask = prefill.token_cost(ask.model, ask.context, weight)
+    if not at_ask > 0:
+        return None
+    ratio = prefill.token_cost(spec, reference.tokens, weight) / at_ask
+    moved = tuple(
+        what
+        for what, same in (
+            ("model", reference.model == ask.model.slug or llm.same_shape(spec, ask.model)),
+            (
+                "format",
+                memory.find_quantization(reference.quant, list(llm.quantizations())) == ask.quant,
+            ),
+            ("length", reference.tokens == ask.context),
+        )
+        if not same
+    )
+    width = data.prefill.move_half_width if moved else 0.0
+    one_gpu = {}
+    for slug, e in reference.estimates.items():
+        if e.value > 0 and e.low > 0 and e.high >= e.value:
+            one_gpu[slug] = OneRate(
+                e.value * ratio,
+                math.hypot(math.log(e.high / e.value), width),
+                math.hypot(math.log(e.value / e.low), width),
+                e.basis,
+                e.n,
+            )
+    measured = {}
+    for m in data.measured:
+        if m.workload == reference.workload and m.count > 1 and m.value.median > 0:
+            measured[(m.gpu, m.count)] = _measured_rate(
+                m.value, ratio, width, reference.single_result_half_width
+            )
+    return PromptMove(reference, moved, one_gpu, measured, {})
+
+
+def _measured_rate(value: Measurement, ratio: float, width: float, single: float) -> OneRate:
+    """A measured configuration's rate moved by `ratio`: its results' spread, or where they
+    have none (one result) the workload's pooled run-to-run noise `single`, and the move's
+    `width` in quadrature."""
+    low, high = value.band()
+    median = value.median
+    faster = math.log(high / median) if high > median else single
+    slower = math.log(median / low) if 0 < low < median else single
+    return OneRate(
+        median * ratio, math.hypot(faster, width), math.hypot(slower, width), "measured", value.n
+    )
+
+
+def _layer_split(data: LlmData, tokens: int, count: int) -> tuple[float, str]:
+    """The learned N-GPU / 1-GPU prompt ratio at the measured length nearest `tokens`."""
+    by_length = {t: r for t, r in data.prefill.split_ratios.items() if r}
+    if not by_length:
+        return 1.0, "split:assumed"
+    nearest = min(by_length, key=lambda t: (abs(math.log(t / tokens)), t))
+    speedup, basis = llm_fit.split_speedup(by_length[nearest], count)
+    return speedup, f"{basis} at {nearest:,} tokens"
+
+
+def prompt_time(ask: llm_fit.Ask, option: LlmOption, data: LlmData) -> PromptTime | None:
+    """The option's time to read one asked prompt; None without a move (prompt_move) or
+    without a rate for its GPU."""
+    move = prompt_move(ask, data)
+    if move is None:
         return None
     per_copy = max(option.count // max(option.replicas, 1), 1)
-    if per_copy == 1:
-        speedup, basis = 1.0, "single"
-    elif memory.split_for(ask.quant, ask.task) == "layer":
-        found = move.layer_splits.get(per_copy)
-        if found is None:
-            found = llm_fit.split_speedup(data.prefill.split_ratios, per_copy)
-            move.layer_splits[per_copy] = found
-        speedup, basis = found
+    found = move.measured.get((option.gpu.slug, per_copy))
+    if found is not None:
+        rests_on, speedup, basis = found, 1.0, "measured"
     else:
-        s = _parallel_scaling(data, framework, option.gpu, per_copy)
-        speedup, basis = s.speedup, s.basis
-    seconds = prefill.prompt_seconds(ask.context, one.rate * speedup)
+        one = move.one_gpu.get(option.gpu.slug)
+        if one is None:
+            return None
+        rests_on, speedup, basis = one, 1.0, "single"
+        if per_copy > 1:
+            split = move.layer_splits.get(per_copy)
+            if split is None:
+                split = _layer_split(data, move.reference.tokens, per_copy)
+                move.layer_splits[per_copy] = split
+            speedup, basis = split
+    seconds = prefill.prompt_seconds(ask.context, rests_on.rate * speedup)
     if seconds is None:
         return None
     return PromptTime(
         seconds,
-        seconds * math.exp(-one.faster),  # a higher rate: fewer seconds
-        seconds * math.exp(one.slower),
+        seconds * math.exp(-rests_on.faster),  # a higher rate: fewer seconds
+        seconds * math.exp(rests_on.slower),
         move.reference,
-        one.estimate,
-        one.moved,
-        move.other_engine,
+        rests_on,
+        move.moved,
+        per_copy,
         speedup,
         basis,
     )
