@@ -111,11 +111,16 @@ def _gguf(quant_name: str) -> bool:
     return found is not None and found.kind == "gguf"
 
 
+def _reads_a_prompt(ask: llm_fit.Ask) -> bool:
+    """An inference ask of a dense model in a GGUF file (module docstring)."""
+    return ask.task == "inference" and ask.quant.kind == "gguf" and not ask.model.is_moe
+
+
 def reference_for(ask: llm_fit.Ask, data: LlmData) -> PrefillWorkload | None:
     """The prompt workload the ask's reading time moves from (module docstring); None for a
     training ask, another format than a GGUF file, a mixture of experts, or where no GGUF
     prompt workload is measured."""
-    if ask.task != "inference" or ask.quant.kind != "gguf" or ask.model.is_moe:
+    if not _reads_a_prompt(ask):
         return None
     models = llm.models()
     formats = list(llm.quantizations())
@@ -149,9 +154,9 @@ class PromptMove:
 
 
 def prompt_move(ask: llm_fit.Ask, data: LlmData) -> PromptMove | None:
-    """The ask's move from its reference (data.prefill_reference, read for this ask), kept
-    per (model, format, length); None where the ask has no reference (reference_for)."""
-    if reference_for(ask, data) is None:
+    """The ask's move from its reference (data.prefill_reference: reference_for's, read for
+    this ask), kept per (model, format, length); None where the ask has none."""
+    if not _reads_a_prompt(ask) or data.prefill_reference is None:
         return None
     key = ("prompt", ask.model.slug, ask.quant.name, ask.context)
     found = bounded(data.prompt_moves, MAX_KEPT_OPTIONS, key, lambda: _prompt_move(ask, data))
@@ -223,10 +228,11 @@ def _layer_split(data: LlmData, tokens: int, count: int) -> tuple[float, str]:
     return speedup, f"{basis} at {nearest:,} tokens"
 
 
-def prompt_time(ask: llm_fit.Ask, option: LlmOption, data: LlmData) -> PromptTime | None:
-    """The option's time to read one asked prompt; None without a move (prompt_move) or
-    without a rate for its GPU."""
-    move = prompt_move(ask, data)
+def prompt_time(
+    ask: llm_fit.Ask, option: LlmOption, data: LlmData, move: PromptMove | None
+) -> PromptTime | None:
+    """The option's time to read one asked prompt (`move`: prompt_move's for the ask); None
+    without a move or without a rate for its GPU."""
     if move is None:
         return None
     per_copy = max(option.count // max(option.replicas, 1), 1)

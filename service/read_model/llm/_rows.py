@@ -34,7 +34,7 @@ from service.read_model.llm._hints import (
     other_asks,
     smaller_quant,
 )
-from service.read_model.llm._prompt import PromptTime, prompt_time
+from service.read_model.llm._prompt import PromptTime, prompt_move, prompt_time
 from service.read_model.llm._words import cheaper_tie_words, why
 from service.schemas.rankings import PriceInfo, RankingItem, Recommendation
 
@@ -127,6 +127,7 @@ def recommendation_rows(
         affordable = _undominated(affordable, data, limits.costs)
     affordable = ranked(affordable, partial(platform_extra, data=data, costs=limits.costs))
     chosen = affordable if by_cost else affordable[:limit]  # by cost: cost them all, then cut
+    move = prompt_move(ask, data)
     rows = [  # the faster one a row ranks above may lie past the limit
         _recommendation(
             o,
@@ -136,7 +137,7 @@ def recommendation_rows(
             rank,
             by_cost,
             tiers.faster_ones_below(affordable, rank - 1),
-            prompt_time(ask, o, data),
+            prompt_time(ask, o, data, move),
         )
         for rank, o in enumerate(chosen, 1)
     ]
@@ -233,6 +234,7 @@ def ranking_rows(
     and procurement tooling reads a list sorted by performance as sorted by it. Equal values
     keep that order."""
     rows = []
+    move = prompt_move(ask, data)
     for o in ranked_options(ask, data, max_gpus, framework, pool):
         total = o.gpu.price.usd * o.count if o.gpu.price else None
         cost = None
@@ -251,7 +253,7 @@ def ranking_rows(
                 ),
                 **_row_fields(o),
                 **(cost.fields() if cost is not None else {}),
-                **_prompt_fields(prompt_time(ask, o, data)),
+                **_prompt_fields(prompt_time(ask, o, data, move)),
             )
         )
     if sort == "performance":
