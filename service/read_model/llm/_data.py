@@ -168,6 +168,8 @@ class PrefillWorkload:
     tokens: int
     precision: str  # the aggregate's (the throughput model's workload is slug@precision)
     frameworks: tuple[str, ...] = ()
+    gpus: int = 0  # GPUs measured on it alone
+    builds: tuple[int, ...] = ()  # llama.cpp build numbers of its results
     estimates: dict[str, Estimate] = field(default_factory=dict)
     # log half-width of a result of it measured once (its pooled run-to-run noise): the band
     # of a configuration measured once on it, never zero-width
@@ -185,6 +187,8 @@ class PrefillData:
     move_half_width: float = 0.0
     # prompt tokens -> GPU count -> N-GPU / 1-GPU ratios (llm_fit.split_ratios)
     split_ratios: dict[int, dict[int, list[float]]] = field(default_factory=dict)
+    # the same per prompt workload
+    workload_split_ratios: dict[str, dict[int, list[float]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

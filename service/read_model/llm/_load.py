@@ -5,11 +5,12 @@ profiles, and the decode or training reference the ask's estimates scale.
 import math
 import re
 import statistics
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from datetime import date
 from functools import partial
+from typing import TypeVar
 
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.engine import Engine
@@ -58,6 +59,7 @@ from service.read_model.snapshot import utc_today
 from service.read_model.snapshot_cache import SnapshotCache
 
 _TOKENS = re.compile(r"-(pp|tg)(\d+)$")
+K = TypeVar("K", bound=Hashable)
 
 
 def _quant_name(text: str | None) -> str:
@@ -341,40 +343,61 @@ def _prefill_data(session: Session, data: LlmData) -> PrefillData:
     ]
     kinds = {(m.workload, m.precision): m for m in one_gpu}
     frameworks: dict[str, set[str]] = defaultdict(set)
-    for slug, framework in session.exec(
-        select(Workload.slug, Result.framework)
+    builds: dict[str, set[int]] = defaultdict(set)
+    for slug, framework, version in session.exec(
+        select(Workload.slug, Result.framework, Result.framework_version)
         .join(Result, col(Result.workload_id) == Workload.id)
         .where(col(Workload.slug).in_({w for w, _ in kinds}), Result.status == "accepted")
         .distinct()
     ).all():
         frameworks[slug].add(framework)
+        found = _BUILD.search(version or "")
+        if found is not None:
+            builds[slug].add(int(found.group(1) or found.group(2)))
+    measured_gpus = Counter(m.workload for m in one_gpu)
     workloads = tuple(
         PrefillWorkload(
-            slug, m.model, m.quant, m.tokens, precision, tuple(sorted(frameworks[slug]))
+            slug,
+            m.model,
+            m.quant,
+            m.tokens,
+            precision,
+            tuple(sorted(frameworks[slug])),
+            gpus=measured_gpus[slug],
+            builds=tuple(sorted(builds[slug])),
         )
         for (slug, precision), m in sorted(kinds.items())
     )
+    prompts = [m for m in data.measured if m.phase == "prefill"]
     return PrefillData(
         workloads,
         prefill.fit_attention_weight(points),
         prefill.move_half_width(points, NOMINAL_COVERAGE),
-        _split_ratios_by_length(data.measured),
+        _split_ratios(prompts, lambda m: m.tokens),
+        _split_ratios(prompts, lambda m: m.workload),
     )
 
 
-def _split_ratios_by_length(measured: list[Measured]) -> dict[int, dict[int, list[float]]]:
-    """Prompt tokens -> N -> N-GPU / 1-GPU ratios of llama.cpp's prompt results (the pipeline
-    over a layer split gains with the prompt's length)."""
-    prompts = [m for m in measured if m.phase == "prefill"]
+# llama-bench's build: "b2824 (4426e298) CUDA" or "d5cb8684 (3891) ROCm"
+_BUILD = re.compile(r"\bb(\d{3,6})\b|\((\d{3,6})\)")
+
+
+def _split_ratios(
+    prompts: list[Measured], group: Callable[[Measured], K]
+) -> dict[K, dict[int, list[float]]]:
+    """Per group (a prompt length, a workload) -> N -> N-GPU / 1-GPU ratios of llama.cpp's
+    prompt results (llm_fit.split_ratios): the pipeline over a layer split gains with the
+    prompt's length, and less for a large model (Llama 3 70B Q4_K_M pp8192 on 4 GPUs: 1.21-1.46
+    x one on the cards measured alone; Llama 3 8B's: about 2.8)."""
     single = {(m.workload, m.gpu): m.value.median for m in prompts if m.count == 1}
     out = {}
-    for tokens in sorted({m.tokens for m in prompts}):
+    for key in sorted({group(m) for m in prompts}, key=str):
         multi = (
             ((m.workload, m.gpu), m.count, m.value.median)
             for m in prompts
-            if m.tokens == tokens and m.count > 1
+            if group(m) == key and m.count > 1
         )
-        out[tokens] = llm_fit.split_ratios(single, multi)
+        out[key] = llm_fit.split_ratios(single, multi)
     return out
 
 

@@ -15,22 +15,32 @@ Design decisions:
   read 2.2 times faster than a dense 8B, where llama.cpp's expert routing reads it slower, and
   no MoE prompt is measured to learn that from.
 - The reference (`reference_for`): of the one-GPU GGUF prompt workloads, the asked model's own
-  shape first, then the asked format, then the nearest in dense FLOPs per token, then the
-  nearest length. Llama 3.1 70B in Q4_K_M at 32,768 tokens rests on Llama 3 70B Q4_K_M pp8192;
-  Qwen3 32B in Q4_K_M on the same 70B workload (nearer in FLOPs than 8B).
-- A move to another model, format or length multiplies by the ratio of the two token costs at
-  the fitted attention weight (the GGUF formats all run llama.cpp's int8 kernels); its band
-  widens in quadrature by the move's conformal half-width (prefill.move_half_width, measured
-  over moves of model and length within one format: a move between formats, Q4_K_M to Q8_0,
-  says so and is not scored).
-- Several GPUs split the file by layers, and llama.cpp pipelines a prompt's batches over them:
-  a configuration measured on the reference workload (2 x RTX 3090 on Llama 3 70B Q4_K_M
-  pp8192, 338.8 tokens/s) answers as measured, moved like a one-GPU value; else the one-GPU
-  value x the learned N-GPU / 1-GPU ratio of the prompt results at the reference's length (the
-  pipeline gains with length: 2 x RTX 3090 read Llama 3 8B at 0.83 x one at 512 tokens and
-  1.36 x at 8,192), the nearest measured count and length where that one is not measured.
-  Independent copies each read their own prompt, on count / copies GPUs.
-- One prompt: a batch of b prompts reads b of them; generation after it is the row's tokens/s.
+  shape first, then the asked format, then one measured on at least MIN_REFERENCE_GPUS cards,
+  then the nearest in dense FLOPs per token, then the nearest length. Llama 3.1 70B in Q4_K_M at
+  32,768 tokens rests on Llama 3 70B Q4_K_M pp8192; Qwen3 32B in Q4_K_M on the same 70B
+  workload (nearer in FLOPs than 8B); Mistral 7B in any GGUF format on Llama 3 8B Q4_K_M.
+- A move to another model or a longer prompt multiplies by the ratio of the two token costs
+  at the fitted attention weight, and its band widens in quadrature by the move's conformal
+  half-width (prefill.move_half_width, over moves of model and length within one format). A
+  shorter prompt than the reference's is read no faster per token. Another GGUF format is
+  taken at the same rate (llama.cpp's prompt kernels are int8 for all of them), which the why
+  says is not scored.
+- Several GPUs split the file by layers, and llama.cpp pipelines a prompt's batches over them,
+  gaining with the prompt's length and less for a large model (2 x RTX 3090 read Llama 3 8B at
+  0.83 x one at 512 tokens and 1.36 x at 8,192; Llama 3 70B Q4_K_M pp8192 on 4 GPUs, 1.21-1.46
+  x one on the cards measured alone, where 8B's reached about 2.8). A configuration measured on
+  the reference answers as measured (2 x RTX 3090 on Llama 3 70B Q4_K_M pp8192, 338.8
+  tokens/s); one of a GPU measured there at another count (alone included) as the nearest such
+  count x the ratio of the two counts' learned N-GPU / 1-GPU ratios; else one GPU's rate x
+  its count's. The ratios are the reference workload's own results' (split_speedup: the
+  nearest measured count), else every prompt result's at the measured length nearest the
+  reference's. A ratio pooled over every workload at the length had put 4 x RTX 3080 Ti at
+  2.9 times the measured 4 x RTX 3090 on a 70B prompt, and 3 x RTX 3090 at 1.7 times its
+  measured 2 and 4 (an expert review). Independent copies each read their own prompt, on
+  count / copies GPUs.
+- The why names the llama.cpp builds of the reference's results (the corpus's are mostly May
+  2024, flash attention off; newer builds read long prompts faster), and for a batch of b
+  prompts the b read in turn; generation after the prompt is the row's tokens/s.
 """
 
 import math
@@ -66,34 +76,59 @@ class PromptTime:
     rests_on: OneRate
     moved: tuple[str, ...]  # what moved: model, format, length
     count: int  # GPUs that read the prompt together
-    speedup: float  # over one GPU (1.0 where measured on them)
-    scaling_basis: str  # single | measured | split:learned@<n> at <tokens> | split:assumed
+    measured_on: int  # GPUs the measured value it rests on ran on (1: one GPU's rate)
+    speedup: float  # over what it rests on
+    scaling_basis: str  # single | measured | split:learned@<n> ... | split:assumed
+    batch: int = 1
+    shorter: bool = False  # the prompt is shorter than the reference's
 
     def words(self, context: int) -> str:
         """What `why` says: the time, its band and what it rests on."""
         workload = self.reference.workload
         results = f"median of {counted(self.rests_on.n, 'result')}"
-        if self.scaling_basis == "measured":
-            basis = f"{workload} as measured on {self.count} of this GPU ({results})"
+        if self.rests_on.basis == "measured" and self.measured_on > 1:
+            basis = f"{workload} as measured on {self.measured_on} of this GPU ({results})"
         elif self.rests_on.basis == "measured":
             basis = f"{workload} as measured on one of this GPU ({results})"
         else:
             basis = f"the throughput model's estimate of one such GPU on {workload}"
-        what = " and ".join(
-            [", ".join(self.moved[:-1]), self.moved[-1]] if self.moved[1:] else self.moved
-        )
-        moved = f", moved to this {what} by token cost" if self.moved else ""
+        by_cost = [m for m in self.moved if m != "format"]
+        parts = []
+        if by_cost:
+            what = " and ".join(by_cost)
+            parts.append(f"moved to this {what} by token cost")
+            if self.shorter:
+                parts[-1] += f" (no faster per token than at {self.reference.tokens:,})"
+        if "format" in self.moved:
+            parts.append(
+                "taken at the same rate in this format (llama.cpp's prompt kernels are int8 "
+                "for every GGUF format; not scored)"
+            )
+        moved = "".join(f", {p}" for p in parts)
         gpus = (
-            f", x{self.speedup:.2f} over its {self.count} GPUs ({self.scaling_basis})"
+            f", x{self.speedup:.2f} to {self.count} GPUs ({self.scaling_basis})"
             if self.scaling_basis.startswith("split")
             else ""
         )
         value, low, high = _durations(self.seconds, self.low, self.high)
+        batch = ""
+        if self.batch > 1:
+            (all_of_them,) = _durations(self.seconds * self.batch)
+            batch = f"; the batch's {self.batch} prompts in turn ~{all_of_them}"
         return (
             f"Reading one {context:,}-token prompt takes ~{value} (likely {low}-{high}) before "
-            f"the first token: {basis}{moved}{gpus}; llama.cpp results, whose build and "
-            "flash-attention setting decide a long prompt's speed."
+            f"the first token: {basis}{moved}{gpus}{batch}; {_builds(self.reference)}."
         )
+
+
+def _builds(reference: PrefillWorkload) -> str:
+    """The llama.cpp builds a reference's results were run with: a long prompt's speed
+    depends on them (flash attention, kernels)."""
+    b = reference.builds
+    if not b:
+        return "llama.cpp results (their build decides a long prompt's speed)"
+    span = f"b{b[0]}" if len(b) == 1 else f"b{b[0]}-b{b[-1]}"
+    return f"llama.cpp {span} (newer builds may read long prompts faster)"
 
 
 def _durations(*seconds: float) -> list[str]:
@@ -104,6 +139,13 @@ def _durations(*seconds: float) -> list[str]:
         return [f"{s / 60:.1f} min" for s in seconds]
     digits = max(0, 1 - math.floor(math.log10(first))) if first > 0 else 0
     return [f"{s:.{digits}f} s" for s in seconds]
+
+
+# Another model's prompt workload measured on fewer GPUs alone is taken only where no other
+# is: Llama 2 7B Q4_0 pp512, four cards of four stacks, had been Mistral 7B's reference in Q8_0
+# (nearer in FLOPs than Llama 3 8B) while its Q4_K_M rested on Llama 3 8B Q4_K_M, measured on
+# 19, and the larger format read 1.7 times faster
+MIN_REFERENCE_GPUS = 5
 
 
 def _gguf(quant_name: str) -> bool:
@@ -129,13 +171,14 @@ def reference_for(ask: llm_fit.Ask, data: LlmData) -> PrefillWorkload | None:
     if not candidates:
         return None
 
-    def key(w: PrefillWorkload) -> tuple[bool, bool, float, float, str]:
+    def key(w: PrefillWorkload) -> tuple[bool, bool, bool, float, float, str]:
         spec = models[w.model]
         own = w.model == ask.model.slug or llm.same_shape(spec, ask.model)
         same_format = memory.find_quantization(w.quant, formats) == ask.quant
+        few = w.gpus < MIN_REFERENCE_GPUS
         flops = abs(math.log(prefill.token_cost(spec, 0, 0.0) / asked))
         tokens = abs(math.log(w.tokens / ask.context))
-        return (not own, not same_format, round(flops, 2), tokens, w.workload)
+        return (not own, not same_format, few, round(flops, 2), tokens, w.workload)
 
     return min(candidates, key=key)
 
@@ -149,7 +192,8 @@ class PromptMove:
     moved: tuple[str, ...]
     one_gpu: dict[str, OneRate]  # slug -> one GPU's rate, measured or estimated
     measured: dict[tuple[str, int], OneRate]  # (slug, count) -> a measured configuration's
-    # count -> the learned layer-split (speedup, basis) at the reference's length, as asked
+    measured_counts: dict[str, list[int]]  # slug -> the counts measured on the reference
+    # count -> the learned layer-split (speedup, basis), filled as asked
     layer_splits: dict[int, tuple[float, str]]
 
 
@@ -169,7 +213,9 @@ def _prompt_move(ask: llm_fit.Ask, data: LlmData) -> PromptMove | None:
     if reference is None or spec is None or not reference.estimates:
         return None
     weight = data.prefill.attention_weight
-    at_ask = prefill.token_cost(ask.model, ask.context, weight)
+    # a prompt shorter than the reference's is read no faster per token: a GPU is busier on a
+    # long prompt's batches, and the token cost alone had read 128 tokens faster than 512
+    at_ask = prefill.token_cost(ask.model, max(ask.context, reference.tokens), weight)
     if not at_ask > 0:
         return None
     ratio = prefill.token_cost(spec, reference.tokens, weight) / at_ask
@@ -202,7 +248,10 @@ def _prompt_move(ask: llm_fit.Ask, data: LlmData) -> PromptMove | None:
             measured[(m.gpu, m.count)] = _measured_rate(
                 m.value, ratio, width, reference.single_result_half_width
             )
-    return PromptMove(reference, moved, one_gpu, measured, {})
+    counts: dict[str, list[int]] = {}
+    for gpu, count in sorted(measured):
+        counts.setdefault(gpu, []).append(count)
+    return PromptMove(reference, moved, one_gpu, measured, counts, {})
 
 
 def _measured_rate(value: Measurement, ratio: float, width: float, single: float) -> OneRate:
@@ -218,38 +267,67 @@ def _measured_rate(value: Measurement, ratio: float, width: float, single: float
     )
 
 
-def _layer_split(data: LlmData, tokens: int, count: int) -> tuple[float, str]:
-    """The learned N-GPU / 1-GPU prompt ratio at the measured length nearest `tokens`."""
-    by_length = {t: r for t, r in data.prefill.split_ratios.items() if r}
-    if not by_length:
-        return 1.0, "split:assumed"
-    nearest = min(by_length, key=lambda t: (abs(math.log(t / tokens)), t))
-    speedup, basis = llm_fit.split_speedup(by_length[nearest], count)
-    return speedup, f"{basis} at {nearest:,} tokens"
+def _layer_split(data: LlmData, move: PromptMove, count: int) -> tuple[float, str]:
+    """The learned N-GPU / 1-GPU prompt ratio of the reference workload's own results, else of
+    every prompt result at the measured length nearest the reference's (memoized on `move`)."""
+    found = move.layer_splits.get(count)
+    if found is not None:
+        return found
+    reference = move.reference
+    own = data.prefill.workload_split_ratios.get(reference.workload) or {}
+    if any(own.values()):
+        speedup, basis = llm_fit.split_speedup(own, count)
+        found = speedup, f"{basis} on {reference.workload}"
+    else:
+        by_length = {t: r for t, r in data.prefill.split_ratios.items() if any(r.values())}
+        if not by_length:
+            found = 1.0, "split:assumed"
+        else:
+            nearest = min(by_length, key=lambda t: (abs(math.log(t / reference.tokens)), t))
+            speedup, basis = llm_fit.split_speedup(by_length[nearest], count)
+            found = speedup, f"{basis} at {nearest:,} tokens"
+    move.layer_splits[count] = found
+    return found
 
 
 def prompt_time(
     ask: llm_fit.Ask, option: LlmOption, data: LlmData, move: PromptMove | None
 ) -> PromptTime | None:
     """The option's time to read one asked prompt (`move`: prompt_move's for the ask); None
-    without a move or without a rate for its GPU."""
+    without a move or without a rate for its GPU. A configuration measured on the reference
+    answers as measured; one of a GPU measured there at another count, as the nearest such
+    count scaled by the two counts' learned ratios (3 x RTX 3090 between the measured 2 and 4,
+    not one card's estimate x a ratio: it had read a 70B prompt 1.7 times faster than both);
+    else one GPU's rate x the learned ratio."""
     if move is None:
         return None
     per_copy = max(option.count // max(option.replicas, 1), 1)
-    found = move.measured.get((option.gpu.slug, per_copy))
+    slug = option.gpu.slug
+    one = move.one_gpu.get(slug)
+    found = move.measured.get((slug, per_copy))
+    near = list(move.measured_counts.get(slug, ()))
+    if one is not None and one.basis == "measured":
+        near.append(1)
     if found is not None:
-        rests_on, speedup, basis = found, 1.0, "measured"
-    else:
-        one = move.one_gpu.get(option.gpu.slug)
+        rests_on, speedup, basis, measured_on = found, 1.0, "measured", per_copy
+    elif per_copy == 1:
         if one is None:
             return None
-        rests_on, speedup, basis = one, 1.0, "single"
-        if per_copy > 1:
-            split = move.layer_splits.get(per_copy)
-            if split is None:
-                split = _layer_split(data, move.reference.tokens, per_copy)
-                move.layer_splits[per_copy] = split
-            speedup, basis = split
+        rests_on, speedup, basis, measured_on = one, 1.0, "single", 1
+    elif near:  # the nearest count measured, scaled by the two counts' learned ratios
+        measured_on = min(near, key=lambda c: (abs(c - per_copy), c))
+        base = move.measured.get((slug, measured_on)) if measured_on > 1 else one
+        if base is None:
+            return None
+        rests_on = base
+        to, basis = _layer_split(data, move, per_copy)
+        at = _layer_split(data, move, measured_on)[0] if measured_on > 1 else 1.0
+        speedup = to / at
+    else:
+        if one is None:
+            return None
+        rests_on, measured_on = one, 1
+        speedup, basis = _layer_split(data, move, per_copy)
     seconds = prefill.prompt_seconds(ask.context, rests_on.rate * speedup)
     if seconds is None:
         return None
@@ -261,6 +339,9 @@ def prompt_time(
         rests_on,
         move.moved,
         per_copy,
+        measured_on,
         speedup,
         basis,
+        ask.batch,
+        ask.context < move.reference.tokens,
     )
