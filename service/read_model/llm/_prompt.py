@@ -122,13 +122,14 @@ class PromptTime:
 
 
 def _builds(reference: PrefillWorkload) -> str:
-    """The llama.cpp builds a reference's results were run with: a long prompt's speed
+    """The engine and builds a reference's results were run with: a long prompt's speed
     depends on them (flash attention, kernels)."""
+    engine = " and ".join(reference.frameworks) or "llama.cpp"
     b = reference.builds
     if not b:
-        return "llama.cpp results (their build decides a long prompt's speed)"
+        return f"{engine} results (their build decides a long prompt's speed)"
     span = f"b{b[0]}" if len(b) == 1 else f"b{b[0]}-b{b[-1]}"
-    return f"llama.cpp {span} (newer builds may read long prompts faster)"
+    return f"{engine} {span} (newer builds may read long prompts faster)"
 
 
 def _durations(*seconds: float) -> list[str]:
