@@ -15,6 +15,7 @@ Design decisions:
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 CLOUD_ONLY = "cloud"
 SYSTEM = "system"  # sold as a complete computer
@@ -35,7 +36,7 @@ class Availability:
     def purchasable(self) -> bool:
         return self.sold_as != CLOUD_ONLY
 
-    @property
+    @cached_property  # read for every configuration an ask prices
     def platform_included(self) -> str | None:
         """Why the price already pays for the box around the GPU; None for a card."""
         return platform_included(self.sold_as, self.unit_gpus)

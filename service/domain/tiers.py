@@ -77,10 +77,10 @@ def cheaper_tie(first: T, others: Sequence[T], paid: Callable[[T], float]) -> T 
     cheaper option that gives as much per dollar (4 x RTX 3080, 16% slower for 20% less) is
     no news."""
     value = first.throughput / paid(first) if paid(first) > 0 else math.inf
-    better = [
+    better = [  # tied first: most options are not, and it needs no price
         o
         for o in others
-        if paid(o) > 0 and o.throughput / paid(o) > TIE_RATIO * value and tied(o, first)
+        if tied(o, first) and paid(o) > 0 and o.throughput / paid(o) > TIE_RATIO * value
     ]
     return min(better, key=lambda o: (paid(o), -o.throughput), default=None)
 
@@ -116,6 +116,7 @@ def tiered(
     tie_break: Callable[[T], Any],
     same: Callable[[T], Hashable],
     paid: Callable[[T], float],
+    places: int | None = None,
 ) -> list[T]:
     """`ordered` (fastest first, ties as the caller wants) reordered where estimates are tied:
     each next place goes to the least `tie_break` among the options no faster unplaced option
@@ -125,7 +126,8 @@ def tiered(
     throughput order holds wherever the estimates can tell. A tier fixed around its leader had
     left a card tied with the first answer in the next tier when a faster configuration it was
     not tied with led the first: at $1,500 the measured RX 7900 XTX 24 GB ranked fourth, below
-    2 x RTX 4070 12 GB, and first with max_gpus=1."""
+    2 x RTX 4070 12 GB, and first with max_gpus=1. `places`: place only the first so many
+    (each place depends only on those before it), the rest following in `ordered`'s order."""
     n = len(ordered)
     cost = [paid(o) for o in ordered]
     keys = [tie_break(o) for o in ordered]
@@ -133,7 +135,7 @@ def tiered(
     placed = [False] * n
     out: list[T] = []
     first = 0  # the fastest unplaced
-    while first < n:
+    while first < n and (places is None or len(out) < places):
         floor = ordered[first].throughput / TIE_RATIO
         best = first
         i = first + 1
@@ -149,7 +151,7 @@ def tiered(
         out.append(ordered[best])
         while first < n and placed[first]:
             first += 1
-    return out
+    return out + [o for o, done in zip(ordered, placed, strict=True) if not done]
 
 
 def _free(

@@ -487,12 +487,21 @@ def test_estimates_far_apart_do_not_tie_however_wide_their_bands():
 @settings(max_examples=100, deadline=None)
 def test_property_the_rows_a_limit_shows_are_the_first_of_every_row(specs, budget, max_gpus, k):
     """The early stop of within_budget(tiers=True) loses nothing: asked for k rows it begins
-    with the first k of the whole order, and a row ranked above a faster one is ahead of it on
-    the tie-break (fewer GPUs, or as many with more memory)."""
+    with the first k of the whole order, each of them has the same faster configurations below
+    it and the first the same cheaper tie (what the rows say), and a row ranked above a faster
+    one is ahead of it on the tie-break (fewer GPUs, or as many with more memory)."""
     cands = [candidate(f"g{i}", v, p, m) for i, (v, p, m) in enumerate(specs)]
     configs = ranked(cands, max_gpus)
     whole = within_budget(configs, budget, 12.0, len(configs) or 1, tiers=True)
-    assert within_budget(configs, budget, 12.0, k, tiers=True)[:k] == whole[:k]
+    part = within_budget(configs, budget, 12.0, k, tiers=True)
+    assert part[:k] == whole[:k]
+    for i in range(min(k, len(part))):
+        assert set(map(id, tiers.faster_ones_below(part, i))) == set(
+            map(id, tiers.faster_ones_below(whole, i))
+        )
+    if part:
+        paid = lambda c: c.total_price  # noqa: E731
+        assert tiers.cheaper_tie(part[0], part, paid) is tiers.cheaper_tie(whole[0], whole, paid)
     for i, row in enumerate(whole):
         faster = faster_below(whole, i)
         if faster is not None:
