@@ -33,9 +33,10 @@ import numpy as np
 from service.domain import memory
 from service.domain.throughput_model import conformal_quantile
 
-# attention weights searched, log-spaced from 0.5 to 40 (1 is FLOPs alone; 1 is on the grid)
+# attention weights searched, log-spaced from 0.5 to 40, with 1 (FLOPs alone) on the grid
 _GRID = np.exp(np.linspace(math.log(0.5), math.log(40.0), 121))
-_GRID[int(np.argmin(np.abs(_GRID - 1.0)))] = 1.0
+_FLOPS_ALONE = int(np.argmin(np.abs(_GRID - 1.0)))
+_GRID[_FLOPS_ALONE] = 1.0
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,9 @@ def attention_flops(model: memory.ModelSpec, context: int) -> float:
     window, sliding = model.sliding_window, model.sliding_layers
     if not window or not sliding or context <= window or model.layers <= 0:
         return full
-    per_layer = full / model.layers
-    windowed = (
-        memory.flops_per_token(model, "prefill", int(2 * window - window**2 / context)) - dense
-    ) / model.layers
-    return per_layer * (model.layers - sliding) + windowed * sliding
+    mean_window = int(2 * window - window**2 / context)  # as a context whose half is the mean
+    windowed = memory.flops_per_token(model, "prefill", mean_window) - dense
+    return (full * (model.layers - sliding) + windowed * sliding) / model.layers
 
 
 def token_cost(model: memory.ModelSpec, context: int, weight: float) -> float:
@@ -84,7 +83,7 @@ def moved_rate(
 
 
 @dataclass(frozen=True)
-class _Moves:
+class Moves:
     """Every ordered pair (a, b) of results of one GPU in one format that differ in model or
     length, as arrays: the log error of moving a to b at attention weight w is
     log(rate_a / rate_b) + log(dense_a + w attention_a) - log(dense_b + w attention_b)."""
@@ -103,8 +102,35 @@ class _Moves:
         b = np.log(self.dense_b[:, None] + w * self.attention_b[:, None])
         return self.log_ratio[:, None] + a - b
 
+    def attention_weight(self) -> float:
+        """The grid's weight with the least squared log error over every move; 1 (FLOPs
+        alone) without a move."""
+        if not self.gpu:
+            return 1.0
+        squared = (self.log_errors(_GRID) ** 2).sum(axis=0)
+        return float(_GRID[int(np.argmin(squared))])
 
-def _moves(points: Iterable[PrefillPoint]) -> _Moves:
+    def half_width(self, coverage: float) -> float:
+        """The `coverage` conformal quantile of |log error| of the moves, each GPU's with the
+        weight fitted without its results (FLOPs alone where no other GPU has a move); 0
+        without a move."""
+        if not self.gpu:
+            return 0.0
+        errors = self.log_errors(_GRID)
+        squared = errors**2
+        total = squared.sum(axis=0)
+        gpus = np.array(self.gpu)
+        alone = len(set(self.gpu)) == 1
+        out: list[float] = []
+        for gpu in sorted(set(self.gpu)):
+            own = gpus == gpu
+            column = _FLOPS_ALONE if alone else int(np.argmin(total - squared[own].sum(axis=0)))
+            out += np.abs(errors[own, column]).tolist()
+        return conformal_quantile(out, coverage)
+
+
+def moves(points: Iterable[PrefillPoint]) -> Moves:
+    """The moves between the points (Moves), built once for the fit and its band."""
     by_key: dict[tuple[str, str], list[PrefillPoint]] = {}
     for p in points:
         if p.value > 0 and math.isfinite(p.value):
@@ -117,7 +143,7 @@ def _moves(points: Iterable[PrefillPoint]) -> _Moves:
     ]
     dense = {p: token_cost(p.model, p.tokens, 0.0) for pair in pairs for p in pair}
     attention = {p: attention_flops(p.model, p.tokens) for pair in pairs for p in pair}
-    return _Moves(
+    return Moves(
         tuple(a.gpu for a, _ in pairs),
         np.array([math.log(a.value / b.value) for a, b in pairs]),
         np.array([dense[a] for a, _ in pairs]),
@@ -128,35 +154,14 @@ def _moves(points: Iterable[PrefillPoint]) -> _Moves:
 
 
 def fit_attention_weight(points: Sequence[PrefillPoint]) -> float:
-    """The attention weight (WEIGHT_GRID) with the least squared log error over every move
-    between two results of one GPU and format; 1 (FLOPs alone) without such a pair."""
-    moves = _moves(points)
-    if not moves.gpu:
-        return 1.0
-    squared = (moves.log_errors(_GRID) ** 2).sum(axis=0)
-    return float(_GRID[int(np.argmin(squared))])
+    """The attention weight fitted to every move between two results of one GPU and format
+    (least squares on the log errors, over a log-spaced grid); 1 without such a pair."""
+    return moves(points).attention_weight()
 
 
 def move_half_width(points: Sequence[PrefillPoint], coverage: float) -> float:
-    """The `coverage` conformal quantile of |log error| of the moves, each GPU's with the weight
-    fitted without its results; 0 without a pair."""
-    moves = _moves(points)
-    if not moves.gpu:
-        return 0.0
-    errors = moves.log_errors(_GRID)
-    squared = errors**2
-    total = squared.sum(axis=0)
-    gpus = np.array(moves.gpu)
-    out: list[float] = []
-    for gpu in sorted(set(moves.gpu)):
-        own = gpus == gpu
-        rest = total - squared[own].sum(axis=0)
-        if len(set(moves.gpu)) == 1:  # nothing to fit without it: FLOPs alone
-            column = int(np.argmin(np.abs(_GRID - 1.0)))
-        else:
-            column = int(np.argmin(rest))
-        out += np.abs(errors[own, column]).tolist()
-    return conformal_quantile(out, coverage)
+    """The moves' conformal half-width, each GPU scored with the weight fitted without it."""
+    return moves(points).half_width(coverage)
 
 
 def prompt_seconds(context: int, tokens_per_s: float) -> float | None:

@@ -89,7 +89,12 @@ def faster_below(ordered: Sequence[T], index: int) -> T | None:
     """The fastest option after `ordered[index]` that is faster than it (a tie-break put it
     lower: their estimates are tied), or None. `ordered` is every option, not only those a limit
     shows, so a row names a faster one past the limit too."""
-    return max(faster_ones_below(ordered, index), key=lambda o: o.throughput, default=None)
+    return fastest(faster_ones_below(ordered, index))
+
+
+def fastest(options: Sequence[T]) -> T | None:
+    """The fastest of `options` (the first of equals), or None."""
+    return max(options, key=lambda o: o.throughput, default=None)
 
 
 def faster_ones_below(ordered: Sequence[T], index: int) -> list[T]:

@@ -29,7 +29,7 @@ from service.domain.recommend import (
     within_budget,
 )
 from service.domain.tco import CostSettings, affordable_count, budget_extra_usd, per_watt
-from service.domain.tiers import cheaper_tie, common_reasons, faster_ones_below
+from service.domain.tiers import cheaper_tie, common_reasons, faster_ones_below, fastest
 from service.domain.vocabulary import ConditionChoice, Mode
 from service.read_model.costing import (
     cost_key,
@@ -377,7 +377,7 @@ def _recommendation(
     and copied."""
     key = ("recommendation", _config_key(config), costs)
     template = snapshot.kept(key, partial(_row_template, config, snapshot, extra, costs))
-    faster = max(below, key=lambda c: c.throughput, default=None)
+    faster = fastest(below)
     if faster is None:
         why = why_lead(rank, budget, by_throughput=by_speed) + template.why
     else:

@@ -258,8 +258,8 @@ class LlmData:
     # an inference ask's prompt reference with every GPU's estimate (_load.read)
     prefill_reference: PrefillWorkload | None = None
     # shared LlmData only: (workload, precision) -> (estimates, single-result half-width) read
-    # for a prompt reference
-    prefill_estimates: dict[Hashable, tuple[dict[str, Estimate], float]] = field(
+    # for a prompt reference (None: the workload is gone)
+    prefill_estimates: dict[Hashable, tuple[dict[str, Estimate], float] | None] = field(
         default_factory=dict
     )
     # (model, format, length) -> _prompt.PromptMove or None, kept like kept_options

@@ -20,6 +20,7 @@ from service.catalog import llm
 from service.catalog.peaks import peak_rates
 from service.core.settings import Settings
 from service.domain import llm_fit, memory, prefill
+from service.domain.estimate import Estimate
 from service.domain.prices import PriceObservation, current_price, shown_price
 from service.domain.throughput_model import (
     DEFAULT_RELATIVE_NOISE,
@@ -52,6 +53,7 @@ from service.read_model.llm._throughput import (
     _mean_context,
     _one_gpu_rooflines,
 )
+from service.read_model.memo import bounded
 from service.read_model.ownership import load_ownership
 from service.read_model.price_rows import observation as price_observation
 from service.read_model.profiles import scaling_data
@@ -369,10 +371,11 @@ def _prefill_data(session: Session, data: LlmData) -> PrefillData:
         for (slug, precision), m in sorted(kinds.items())
     )
     prompts = [m for m in data.measured if m.phase == "prefill"]
+    moves = prefill.moves(points)  # built once for the fit and its band
     return PrefillData(
         workloads,
-        prefill.fit_attention_weight(points),
-        prefill.move_half_width(points, NOMINAL_COVERAGE),
+        moves.attention_weight(),
+        moves.half_width(NOMINAL_COVERAGE),
         _split_ratios(prompts, lambda m: m.tokens),
         _split_ratios(prompts, lambda m: m.workload),
     )
@@ -407,9 +410,8 @@ def prefill_reference(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> Pref
     chosen = reference_for(ask, shared)
     if chosen is None:
         return None
-    key = (chosen.workload, chosen.precision)
-    found = shared.prefill_estimates.get(key)
-    if found is None:
+
+    def estimates() -> tuple[dict[str, Estimate], float] | None:
         with Session(engine) as session:
             workload = session.exec(
                 select(Workload).where(Workload.slug == chosen.workload)
@@ -417,13 +419,31 @@ def prefill_reference(engine: Engine, shared: LlmData, ask: llm_fit.Ask) -> Pref
             if workload is None:
                 return None
             model = estimate_model(session)
-            found = (
+            return (
                 model.estimates(workload, chosen.precision),
                 model.single_result_half_width(workload, chosen.precision),
             )
-        if len(shared.prefill_estimates) >= MAX_REFERENCES:
-            shared.prefill_estimates.clear()
-        shared.prefill_estimates[key] = found
+
+    key = (chosen.workload, chosen.precision)
+    found = bounded(shared.prefill_estimates, MAX_REFERENCES, key, estimates)
+    return None if found is None else _with_estimates(chosen, found)
+
+
+def _known_prefill_reference(shared: LlmData, ask: llm_fit.Ask) -> PrefillWorkload | _Unread | None:
+    """`ask`'s prompt reference where no read is needed (none, or its estimates already read),
+    else _UNREAD: an ask's data reads the database only on a miss."""
+    chosen = reference_for(ask, shared)
+    if chosen is None:
+        return None
+    found = shared.prefill_estimates.get((chosen.workload, chosen.precision), _UNREAD)
+    if found is None or isinstance(found, _Unread):
+        return found
+    return _with_estimates(chosen, found)
+
+
+def _with_estimates(
+    chosen: PrefillWorkload, found: tuple[dict[str, Estimate], float]
+) -> PrefillWorkload:
     estimates, half_width = found
     return replace(chosen, estimates=estimates, single_result_half_width=half_width)
 
@@ -513,7 +533,9 @@ async def read(
         reference = await run_in_threadpool(reference_memo, engine, shared, ask)
     else:
         reference = known
-    prompt = await run_in_threadpool(prefill_reference, engine, shared, ask)
+    prompt = _known_prefill_reference(shared, ask)
+    if isinstance(prompt, _Unread):
+        prompt = await run_in_threadpool(prefill_reference, engine, shared, ask)
     per_ask = replace(
         shared,
         decode_reference=reference,

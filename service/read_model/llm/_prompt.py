@@ -45,7 +45,7 @@ Design decisions:
 
 import math
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from service.catalog import llm
 from service.domain import llm_fit, memory, prefill
@@ -149,11 +149,6 @@ def _durations(*seconds: float) -> list[str]:
 MIN_REFERENCE_GPUS = 5
 
 
-def _gguf(quant_name: str) -> bool:
-    found = memory.find_quantization(quant_name, list(llm.quantizations()))
-    return found is not None and found.kind == "gguf"
-
-
 def _reads_a_prompt(ask: llm_fit.Ask) -> bool:
     """An inference ask of a dense model in a GGUF file (module docstring)."""
     return ask.task == "inference" and ask.quant.kind == "gguf" and not ask.model.is_moe
@@ -168,20 +163,23 @@ def reference_for(ask: llm_fit.Ask, data: LlmData) -> PrefillWorkload | None:
     models = llm.models()
     formats = list(llm.quantizations())
     asked = prefill.token_cost(ask.model, 0, 0.0)
-    candidates = [w for w in data.prefill.workloads if w.model in models and _gguf(w.quant)]
-    if not candidates:
-        return None
+    candidates = []  # (workload, its format)
+    for w in data.prefill.workloads:
+        quant = memory.find_quantization(w.quant, formats)
+        if w.model in models and quant is not None and quant.kind == "gguf":
+            candidates.append((w, quant))
 
-    def key(w: PrefillWorkload) -> tuple[bool, bool, bool, float, float, str]:
+    def key(c: tuple[PrefillWorkload, memory.Quantization]) -> tuple[Any, ...]:
+        w, quant = c
         spec = models[w.model]
         own = w.model == ask.model.slug or llm.same_shape(spec, ask.model)
-        same_format = memory.find_quantization(w.quant, formats) == ask.quant
         few = w.gpus < MIN_REFERENCE_GPUS
         flops = abs(math.log(prefill.token_cost(spec, 0, 0.0) / asked))
         tokens = abs(math.log(w.tokens / ask.context))
-        return (not own, not same_format, few, round(flops, 2), tokens, w.workload)
+        return (not own, quant != ask.quant, few, round(flops, 2), tokens, w.workload)
 
-    return min(candidates, key=key)
+    best = min(candidates, key=key, default=None)
+    return None if best is None else best[0]
 
 
 @dataclass(frozen=True)

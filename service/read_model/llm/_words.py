@@ -22,7 +22,7 @@ def why(
     tied estimates (said so when the answer is ordered by cost, `by_cost`; and, when faster
     options rank `below` it, why it ranks above the fastest, and its lead claims only what
     holds against all of them)."""
-    faster_below = max(below, key=lambda f: f.throughput, default=None)
+    faster_below = tiers.fastest(below)
     what = _what(o, ask.phase)
     capacity = llm_fit.capacity_gb(o.gpu.memory_gb)  # a "16 GB" card holds 16 GiB = 17.2 GB
     usable = ask.usable_gb(o.gpu.memory_gb)
